@@ -1,0 +1,50 @@
+# tagnn — `make help` lists the targets.
+PY      ?= python3.11
+VENV    ?= .venv
+PYTHON  := $(VENV)/bin/python
+ARGS    ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help install test test-all lint format train sweep evaluate readme-table clean
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
+
+$(VENV)/.installed: requirements.txt
+	@command -v $(PY) >/dev/null || { echo "error: $(PY) not found; install Python 3.11 or run 'make install PY=/path/to/python3.11'"; exit 1; }
+	$(PY) -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --upgrade "pip<25"
+	$(PYTHON) -m pip install --quiet -r requirements.txt
+	$(PYTHON) -c "import dgl, torch; print('installed: dgl', dgl.__version__, '| torch', torch.__version__)"
+	@touch $@
+
+install: $(VENV)/.installed ## create .venv with the pinned stack (CPU; ~5 min, ~6 GB)
+
+test: install ## run the fast test suite (CPU, < 10 min)
+	@$(PYTHON) -c "import dgl, torch; print('smoke: dgl', dgl.__version__, 'torch', torch.__version__)"
+	$(PYTHON) -m pytest -q -m "not slow" $(ARGS)
+
+test-all: install ## run every test, the slow ones too
+	$(PYTHON) -m pytest -q $(ARGS)
+
+lint: install ## ruff check + format check
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install ## ruff format + autofix
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+train: install ## train once: make train ARGS="model=gat graph=complete"
+	$(PYTHON) train.py $(ARGS)
+
+evaluate: install ## evaluate a checkpoint: make evaluate ARGS="checkpoint=outputs/.../checkpoints/best.pt"
+	$(PYTHON) evaluate.py $(ARGS)
+
+sweep: install ## every model x graph on ListOps (Hydra multirun), then the results table
+	$(PYTHON) train.py -m model=gcn,gat,transformer graph=complete,tree,knn,window,none logger=none $(ARGS)
+	$(PYTHON) -m tools.results_table multirun
+
+clean: ## remove outputs, multirun, wandb and caches (keeps .venv)
+	rm -rf outputs multirun wandb .pytest_cache .ruff_cache
+	find . -name __pycache__ -type d -prune -not -path './$(VENV)/*' -exec rm -rf {} +

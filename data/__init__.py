@@ -1,0 +1,1 @@
+"""Data: ListOps generation and files, vocabularies, sentence-to-graph constructions, batching."""

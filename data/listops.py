@@ -1,0 +1,256 @@
+"""ListOps: nested list operations whose answer is a digit (Nangia & Bowman, 2018).
+
+An example is a bracketed expression such as
+
+    [MAX 2 9 [MIN 4 7 ] 0 ]      ->  9
+
+with four operators, each closed by ``]``: ``[MAX``, ``[MIN``, ``[MED`` (median, truncated to an
+int) and ``[SM`` (sum modulo 10). The answer depends on the whole tree, so a model must compose
+its parts: a good test of which *graph* over the tokens helps a GNN (the gold tree is known).
+
+This module follows the published recipe (the ``listops-release`` generator): the root is an
+operator; below it a node is an operator with probability 0.25, else a digit; an operator takes
+2-5 arguments; depth is capped at 20 (a node at depth 20 is always a digit, so operators nest at
+most 19 deep, as in the published generator). Expressions longer than ``max_length`` tokens are dropped,
+duplicates are dropped, and everything is deterministic given the seed.
+
+Each example is a dict ``{"tokens": [...], "label": int, "heads": [...]}`` where ``heads[i]`` is
+the index of token i's parent in the tree (-1 for the root): an operator heads its arguments and
+its own ``]``.
+
+Files: two TSV layouts are read and written (see DESIGN.md)
+  * ``listops``: ``label<TAB>expression`` (the published files; parentheses ``( )`` mark the
+    binarisation and are dropped when tokenising),
+  * ``lra``: a ``Source<TAB>Target`` header, then ``expression<TAB>label`` (Long Range Arena).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+from collections.abc import Iterator
+from pathlib import Path
+
+OPERATORS = ("[MAX", "[MIN", "[MED", "[SM")
+END = "]"
+DIGITS = tuple(str(d) for d in range(10))
+TOKENS = OPERATORS + (END,) + DIGITS
+NUM_CLASSES = 10
+LRA_HEADER = ("Source", "Target")
+
+
+class ListOpsError(ValueError):
+    """A malformed ListOps expression or file; the message says what to fix."""
+
+
+# --------------------------------------------------------------------------------------------
+# Values: what an expression means
+# --------------------------------------------------------------------------------------------
+def apply_operator(op: str, args: list[int]) -> int:
+    """The value of ``op`` applied to digit arguments."""
+    if op == "[MAX":
+        return max(args)
+    if op == "[MIN":
+        return min(args)
+    if op == "[MED":
+        return int(statistics.median(args))  # median of an even count is a .5: truncated
+    if op == "[SM":
+        return sum(args) % 10
+    raise ListOpsError(f"unknown operator {op!r}; valid operators: {', '.join(OPERATORS)}")
+
+
+def parse(tokens: list[str]) -> tuple[int, list[int], int]:
+    """Check ``tokens`` is one well-formed expression; return ``(value, heads, depth)``.
+
+    ``heads[i]`` is the parent of token i (-1 for the root operator); ``depth`` is the number of
+    operators on the longest root-to-leaf path (``[SM 1 2 ]`` has depth 1).
+    """
+    if not tokens:
+        raise ListOpsError("empty expression: an expression has at least one operator, e.g. '[SM 1 2 ]'")
+    if tokens[0] not in OPERATORS:
+        raise ListOpsError(f"expression must start with an operator ({', '.join(OPERATORS)}), got {tokens[0]!r}")
+    heads = [-1] * len(tokens)
+    stack: list[tuple[int, str, list[int]]] = []  # (token index, operator, argument values)
+    value, depth = None, 0
+    for i, tok in enumerate(tokens):
+        if value is not None:
+            raise ListOpsError(f"extra tokens after the root operator closed, at token {i} ({tok!r})")
+        if stack:
+            heads[i] = stack[-1][0]
+        if tok in OPERATORS:
+            stack.append((i, tok, []))
+            depth = max(depth, len(stack))
+        elif tok in DIGITS:  # the stack is never empty here: the root opened it, and closing it ends the loop
+            stack[-1][2].append(int(tok))
+        elif tok == END:
+            _, op, args = stack.pop()
+            if not args:
+                raise ListOpsError(f"operator {op} closed at token {i} with no arguments")
+            result = apply_operator(op, args)
+            if stack:
+                stack[-1][2].append(result)
+            else:
+                value = result
+        else:
+            raise ListOpsError(f"unknown token {tok!r} at position {i}; valid tokens: {' '.join(TOKENS)}")
+    if value is None:
+        raise ListOpsError(f"{len(stack)} operator(s) never closed with ']'")
+    return value, heads, depth
+
+
+def tokenize(expression: str) -> list[str]:
+    """Split on spaces, dropping the binarisation parentheses of the published files."""
+    return [t for t in expression.split() if t not in ("(", ")")]
+
+
+def make_example(tokens: list[str], label: int | None = None) -> dict:
+    """An example dict from tokens; checks the label against the expression's value if given."""
+    value, heads, depth = parse(tokens)
+    if label is not None and label != value:
+        raise ListOpsError(f"label {label} but the expression evaluates to {value}")
+    return {"tokens": list(tokens), "label": value, "heads": heads, "depth": depth}
+
+
+# --------------------------------------------------------------------------------------------
+# Generation (the published recipe, written afresh)
+# --------------------------------------------------------------------------------------------
+def _random_tree(rng: random.Random, depth: int, max_depth: int, p_operator: float, max_args: int, root: bool):
+    """A nested ``(operator, [children])`` tuple or an int digit."""
+    is_operator = root or (depth < max_depth and rng.random() < p_operator)
+    if not is_operator:
+        return rng.randrange(10)
+    children = [
+        _random_tree(rng, depth + 1, max_depth, p_operator, max_args, False) for _ in range(rng.randint(2, max_args))
+    ]
+    return (rng.choice(OPERATORS), children)
+
+
+def _tree_tokens(tree) -> list[str]:
+    if isinstance(tree, int):
+        return [str(tree)]
+    op, children = tree
+    out = [op]
+    for child in children:
+        out += _tree_tokens(child)
+    return out + [END]
+
+
+def generate(
+    num: int,
+    seed: int = 0,
+    max_length: int = 100,
+    max_depth: int = 20,
+    p_operator: float = 0.25,
+    max_args: int = 5,
+    min_length: int = 1,
+) -> Iterator[dict]:
+    """Yield ``num`` unique random examples of ``min_length``..``max_length`` tokens, deterministically."""
+    if num < 0 or max_length < 4:
+        raise ListOpsError(
+            f"need num >= 0 and max_length >= 4 (the shortest expression, '[SM 1 2 ]'), got {num}, {max_length}"
+        )
+    rng = random.Random(seed)
+    seen: set[tuple[str, ...]] = set()
+    attempts = 0
+    while len(seen) < num:
+        attempts += 1
+        if attempts > 100 * num + 10_000:
+            raise ListOpsError(
+                f"could only make {len(seen)} unique expressions of {min_length}-{max_length} tokens; "
+                "ask for fewer examples or widen the length range"
+            )
+        tokens = _tree_tokens(_random_tree(rng, 1, max_depth, p_operator, max_args, root=True))
+        key = tuple(tokens)
+        if not (min_length <= len(tokens) <= max_length) or key in seen:
+            continue
+        seen.add(key)
+        yield make_example(tokens)
+
+
+# --------------------------------------------------------------------------------------------
+# Files
+# --------------------------------------------------------------------------------------------
+def binarised_string(tokens: list[str]) -> str:
+    """The published files' layout: each operator's arguments added one at a time in parentheses,
+    e.g. ``[MAX 2 9 ]`` -> ``( ( ( [MAX 2 ) 9 ) ] )``."""
+    _, heads, _ = parse(tokens)
+    children: dict[int, list[int]] = {i: [] for i in range(len(tokens))}
+    for i, h in enumerate(heads):
+        if h >= 0:
+            children[h].append(i)
+
+    def render(i: int) -> str:
+        if tokens[i] not in OPERATORS:
+            return tokens[i]
+        kids = children[i]  # the arguments, then the closing ']'
+        s = f"( {tokens[i]} {render(kids[0])} )"
+        for k in kids[1:]:
+            s = f"( {s} {render(k)} )"
+        return s
+
+    return render(0)
+
+
+def write_tsv(examples, path: str | os.PathLike, layout: str = "listops") -> None:
+    """Write examples in the ``listops`` (label first) or ``lra`` (header, expression first) layout.
+
+    Written to a temporary file and renamed, so a failed write never leaves half a file.
+    """
+    if layout not in ("listops", "lra"):
+        raise ListOpsError(f"unknown layout {layout!r}; valid layouts: listops, lra")
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            if layout == "lra":
+                f.write("\t".join(LRA_HEADER) + "\n")
+            for ex in examples:
+                expr = binarised_string(ex["tokens"])
+                f.write(f"{ex['label']}\t{expr}\n" if layout == "listops" else f"{expr}\t{ex['label']}\n")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def read_tsv(path: str | os.PathLike, max_length: int | None = None) -> list[dict]:
+    """Read a ListOps TSV in either layout (detected from a ``Source<TAB>Target`` header).
+
+    Every line is checked; a bad one raises ``ListOpsError`` naming the file and line number.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ListOpsError(f"no such ListOps file: {path} (generate one with data.listops.write_tsv or check the path)")
+    examples = []
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    lra = bool(lines) and tuple(c.strip() for c in lines[0].split("\t")) == LRA_HEADER
+    for lineno, line in enumerate(lines, start=1):
+        if (lra and lineno == 1) or not line.strip():
+            continue
+        fields = line.split("\t")
+        where = f"{path}:{lineno}"
+        if len(fields) != 2:
+            raise ListOpsError(
+                f"{where}: expected 2 tab-separated fields, found {len(fields)} "
+                f"({'expression<TAB>label' if lra else 'label<TAB>expression'})"
+            )
+        label_s, expr = (fields[1], fields[0]) if lra else fields
+        try:
+            label = int(label_s)
+        except ValueError:
+            raise ListOpsError(f"{where}: label {label_s!r} is not an integer 0-9") from None
+        tokens = tokenize(expr)
+        if max_length is not None and len(tokens) > max_length:
+            raise ListOpsError(
+                f"{where}: expression has {len(tokens)} tokens, over dataset.max_length={max_length}; "
+                "raise dataset.max_length or drop the line"
+            )
+        try:
+            examples.append(make_example(tokens, label))
+        except ListOpsError as e:
+            raise ListOpsError(f"{where}: {e}") from None
+    if not examples:
+        raise ListOpsError(f"{path} holds no examples")
+    return examples

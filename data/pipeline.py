@@ -1,0 +1,123 @@
+"""From config to batches: splits (HF ``datasets``) -> vocabulary -> one graph per sentence -> ``dgl.batch``.
+
+Graphs are built once per run, when the split is loaded, and reused every epoch; only the kNN
+construction adds edges later, in the model's forward pass.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+import datasets
+import dgl
+import torch
+from torch.utils.data import DataLoader, Dataset
+from tqdm.auto import tqdm
+
+from data import listops
+from data.graphs import GRAPHS, GraphConstruction
+from data.vocab import Vocab
+
+log = logging.getLogger(__name__)
+datasets.disable_progress_bars()  # our own bars say what is happening
+SPLITS = ("train", "val", "test")
+DATASETS = ("listops",)
+
+
+def load_splits(cfg: Mapping, progress: bool = True) -> dict[str, datasets.Dataset]:
+    """``{"train"|"val"|"test": Dataset}`` with columns tokens, label, heads, depth, length, group."""
+    if cfg["name"] not in DATASETS:
+        raise ValueError(f"unknown dataset {cfg['name']!r}; valid datasets: {', '.join(DATASETS)}")
+    sizes = [int(cfg[f"num_{s}"]) for s in SPLITS]
+    generated = None
+    out = {}
+    for split, size in zip(SPLITS, sizes):
+        path = cfg.get(f"{split}_file")
+        if path:
+            rows = listops.read_tsv(path, max_length=cfg.get("max_length"))
+        else:
+            if generated is None:  # one stream for all splits, so no expression is in two splits
+                stream = listops.generate(
+                    sum(sizes),
+                    seed=int(cfg["seed"]),
+                    max_length=int(cfg["max_length"]),
+                    max_depth=int(cfg["max_depth"]),
+                    p_operator=float(cfg["p_operator"]),
+                    max_args=int(cfg["max_args"]),
+                    min_length=int(cfg.get("min_length", 1)),
+                )
+                generated = list(
+                    tqdm(stream, total=sum(sizes), desc="generating ListOps", leave=False, disable=not progress)
+                )
+            start = sum(sizes[: SPLITS.index(split)])
+            rows = generated[start : start + size]
+        if not rows:
+            raise ValueError(f"the {split} split is empty: set dataset.num_{split} > 0 or give dataset.{split}_file")
+        out[split] = datasets.Dataset.from_list(rows).map(_describe)
+    return out
+
+
+def _describe(ex: dict) -> dict:
+    """Per-example fields for the evaluation breakdowns."""
+    return {"length": len(ex["tokens"]), "group": ex["tokens"][0]}  # ListOps: the root operator
+
+
+def make_construction(graph_cfg: Mapping, vocab: Vocab, readout: str) -> GraphConstruction:
+    name = graph_cfg["name"]
+    if name not in GRAPHS:
+        raise ValueError(f"unknown graph {name!r}; valid graphs: {', '.join(GRAPHS)}")
+    return GraphConstruction(
+        name=name,
+        self_loops=bool(graph_cfg.get("self_loops", True)),
+        window=int(graph_cfg.get("window", 2)),
+        k=int(graph_cfg.get("k", 4)),
+        cls_id=vocab.cls_id if readout == "cls" else None,
+    )
+
+
+class GraphDataset(Dataset):
+    """The graphs of one split, built once, with labels and the per-example breakdown fields."""
+
+    def __init__(
+        self, ds: datasets.Dataset, vocab: Vocab, construction: GraphConstruction, desc: str = "", progress: bool = True
+    ):
+        encoded = ds.map(lambda ex: {"ids": vocab.encode(ex["tokens"])})
+        heads = encoded["heads"] if "heads" in encoded.column_names else [None] * len(encoded)
+        self.graphs = [
+            construction(ids, h)
+            for ids, h in tqdm(
+                zip(encoded["ids"], heads),
+                total=len(encoded),
+                desc=f"graphs {desc}".strip(),
+                leave=False,
+                disable=not progress,
+            )
+        ]
+        self.labels = torch.tensor(encoded["label"], dtype=torch.long)
+        self.meta = {k: encoded[k] for k in ("depth", "length", "group") if k in encoded.column_names}
+        self.unknown_share = sum(i == vocab.stoi["<unk>"] for ids in encoded["ids"] for i in ids) / max(
+            1, sum(len(ids) for ids in encoded["ids"])
+        )
+
+    def __len__(self) -> int:
+        return len(self.graphs)
+
+    def __getitem__(self, i: int):
+        return self.graphs[i], self.labels[i]
+
+
+def collate(batch):
+    graphs, labels = zip(*batch)
+    return dgl.batch(graphs), torch.stack(labels)
+
+
+def make_loader(ds: GraphDataset, batch_size: int, shuffle: bool, seed: int = 0) -> DataLoader:
+    generator = torch.Generator().manual_seed(seed)
+    return DataLoader(ds, batch_size=batch_size, shuffle=shuffle, collate_fn=collate, generator=generator)
+
+
+def num_classes_of(cfg: Mapping, splits: dict) -> int:
+    if cfg["name"] == "listops":
+        return listops.NUM_CLASSES
+    return max(max(ds["label"]) for ds in splits.values()) + 1

@@ -1,0 +1,48 @@
+"""Token vocabulary: built from the training split, saved inside every checkpoint."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+PAD, UNK, CLS = "<pad>", "<unk>", "<cls>"
+SPECIALS = (PAD, UNK, CLS)
+
+
+class Vocab:
+    """A list of tokens and its inverse. Ids 0, 1, 2 are ``<pad>``, ``<unk>``, ``<cls>``."""
+
+    def __init__(self, tokens: Iterable[str]):
+        self.itos = list(tokens)
+        if tuple(self.itos[: len(SPECIALS)]) != SPECIALS:
+            raise ValueError(f"a vocabulary starts with {SPECIALS}, got {self.itos[:3]}")
+        self.stoi = {t: i for i, t in enumerate(self.itos)}
+        if len(self.stoi) != len(self.itos):
+            raise ValueError("a vocabulary holds each token once")
+
+    @classmethod
+    def build(cls, sentences: Iterable[list[str]], min_freq: int = 1) -> Vocab:
+        """Tokens seen at least ``min_freq`` times, most frequent first (ties alphabetical)."""
+        counts = Counter(t for s in sentences for t in s)
+        kept = sorted(
+            (t for t, c in counts.items() if c >= min_freq and t not in SPECIALS), key=lambda t: (-counts[t], t)
+        )
+        return cls(list(SPECIALS) + kept)
+
+    def encode(self, tokens: list[str]) -> list[int]:
+        unk = self.stoi[UNK]
+        return [self.stoi.get(t, unk) for t in tokens]
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Vocab) and self.itos == other.itos
+
+    def to_list(self) -> list[str]:
+        """Plain list, for checkpoints (loads with ``torch.load(weights_only=True)``)."""
+        return list(self.itos)
+
+    @property
+    def cls_id(self) -> int:
+        return self.stoi[CLS]

@@ -1,0 +1,1 @@
+"""Plumbing shared by train.py and evaluate.py: build from config, checkpoints, W&B, evaluation."""

@@ -1,0 +1,108 @@
+"""Evaluate a checkpoint: ``python evaluate.py checkpoint=outputs/<run>/checkpoints/best.pt``.
+
+The checkpoint alone is enough: it holds the resolved config, the vocabulary and the weights, so
+the model, the graph construction and (for generated ListOps) the very same test split are
+rebuilt from it. ``data_file=path.tsv`` scores a ListOps file instead (either TSV layout, e.g. the
+published ``test_d20s.tsv`` or Long Range Arena's ``basic_test.tsv``).
+
+Prints accuracy overall and by tree depth, length and root operator; writes ``eval.json`` and
+``confusion.png`` in its own Hydra run directory (``hydra.run.dir=...`` sets it).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+import datasets
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from data import listops
+from data.pipeline import GraphDataset, _describe, load_splits, make_construction, make_loader
+from data.vocab import Vocab
+from engine.checkpoint import load_checkpoint
+from engine.evaluation import format_table, plot_confusion, predict, summarize
+from engine.io import write_json
+from models import build_model
+from train import pick_device
+
+log = logging.getLogger("evaluate")
+
+
+def load_model(ckpt: dict, path: str = "checkpoint"):
+    """Rebuild (model, vocab, construction, config) from a loaded checkpoint."""
+    config, vocab = ckpt["config"], Vocab(ckpt["vocab"])
+    construction = make_construction(config["graph"], vocab, config["model"]["readout"])
+    model = build_model(config["model"], len(vocab), int(ckpt["num_classes"]), construction)
+    rows = ckpt["model"].get("embed.weight")
+    if rows is None or rows.shape[0] != len(vocab):
+        raise ValueError(
+            f"{path}: its weights do not match its vocabulary ({None if rows is None else rows.shape[0]} "
+            f"embeddings, {len(vocab)} tokens); it was not written by this version of train.py"
+        )
+    model.load_state_dict(ckpt["model"])
+    return model, vocab, construction, config
+
+
+def evaluate(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ckpt = load_checkpoint(cfg.checkpoint)
+    model, vocab, construction, config = load_model(ckpt, cfg.checkpoint)
+    device = pick_device(cfg.device)
+    model.to(device)
+
+    if cfg.data_file:
+        rows = listops.read_tsv(cfg.data_file, max_length=cfg.max_length)
+        ds, source = datasets.Dataset.from_list(rows).map(_describe), str(cfg.data_file)
+    else:
+        if cfg.split not in ("train", "val", "test"):
+            raise ValueError(f"unknown split {cfg.split!r}; valid: train, val, test")
+        ds, source = load_splits(config["dataset"])[cfg.split], f"{config['dataset']['name']}/{cfg.split}"
+    data = GraphDataset(ds, vocab, construction, desc="eval")
+    if data.unknown_share > 0:
+        raise ValueError(
+            f"{data.unknown_share:.0%} of the tokens in {source} are not in the checkpoint's vocabulary "
+            f"({len(vocab)} tokens, trained on {config['dataset']['name']}); use a checkpoint "
+            "trained on this kind of data"
+        )
+    batch_size = int(cfg.batch_size or config["trainer"]["eval_batch_size"])
+    preds, labels, loss = predict(model, make_loader(data, batch_size, shuffle=False), device)
+    summary = summarize(preds, labels, data.meta, int(ckpt["num_classes"]))
+    result = {
+        "checkpoint": str(cfg.checkpoint),
+        "data": source,
+        "model": config["model"]["name"],
+        "graph": config["graph"]["name"],
+        "epoch": ckpt["epoch"],
+        "loss": loss,
+        **summary,
+    }
+    write_json(out_dir / "eval.json", result)
+    plot_confusion(
+        summary["confusion"],
+        out_dir / "confusion.png",
+        f"{config['model']['name']} on {config['graph']['name']} graphs: {source}",
+    )
+    print(f"{config['model']['name']} / graph={config['graph']['name']} / {source}\n{format_table(summary)}")
+    print(f"wrote {out_dir / 'eval.json'} and {out_dir / 'confusion.png'}")
+    return result
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="evaluate")
+def main(cfg: DictConfig) -> float:
+    try:
+        return evaluate(cfg, HydraConfig.get().runtime.output_dir)["accuracy"]
+    except (ValueError, FileNotFoundError) as e:
+        if os.environ.get("TAGNN_DEBUG"):
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""One encoder for every model: embed tokens, run L blocks of message passing, read out, classify.
+
+    h⁰_i   = Embed(tok_i) + PE(pos_i)
+    ĥ_i    = h_i + Dropout(Aggregate(LN(h))_i)          (aggregate: the only part a model name changes)
+    h_i'   = ĥ_i + Dropout(MLP(LN(ĥ_i)))                (update: the position-wise feed-forward)
+    logits = Classifier(LN(Readout({h^L_i})))
+
+This is the pre-LayerNorm Transformer block (Xiong et al., 2020); ``norm=post`` gives the
+original post-LN block. With ``share_weights`` one block is applied L times: a recurrent GNN,
+which can go deep cheaply (a k-layer GNN only sees k hops of a ListOps tree).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import dgl
+import torch
+from torch import nn
+
+from models.aggregators import AGGREGATORS
+
+READOUTS = ("mean", "root", "cls")
+POSITIONAL = ("sinusoidal", "none")
+NORMS = ("pre", "post")
+
+
+def sinusoidal_encoding(pos: torch.Tensor, dim: int) -> torch.Tensor:
+    """PE(p, 2k) = sin(p / 10000^(2k/d)), PE(p, 2k+1) = cos(...) (Vaswani et al., 2017); zero where p < 0."""
+    freqs = torch.exp(torch.arange(0, dim, 2, device=pos.device).float() * (-math.log(10000.0) / dim))  # (d/2,)
+    angles = pos.clamp(min=0).float().unsqueeze(-1) * freqs  # (N, d/2)
+    pe = torch.zeros(pos.shape[0], dim, device=pos.device)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(angles), torch.cos(angles)
+    return pe * (pos >= 0).unsqueeze(-1)  # the <cls> node (pos -1) has no position
+
+
+class Block(nn.Module):
+    """Residual aggregation, then residual feed-forward; LayerNorm before (pre) or after (post) each."""
+
+    def __init__(self, aggregator: nn.Module, dim: int, ffn: bool, ffn_mult: int, dropout: float, norm: str):
+        super().__init__()
+        self.aggregator, self.norm_type = aggregator, norm
+        self.norm1, self.dropout = nn.LayerNorm(dim), nn.Dropout(dropout)
+        self.ffn = (
+            nn.Sequential(nn.Linear(dim, ffn_mult * dim), nn.GELU(), nn.Linear(ffn_mult * dim, dim)) if ffn else None
+        )
+        self.norm2 = nn.LayerNorm(dim) if ffn else None
+
+    def forward(self, g: dgl.DGLGraph, h: torch.Tensor) -> torch.Tensor:
+        if self.norm_type == "pre":
+            h = h + self.dropout(self.aggregator(g, self.norm1(h)))  # (N, d)
+            if self.ffn is not None:
+                h = h + self.dropout(self.ffn(self.norm2(h)))
+            return h
+        h = self.norm1(h + self.dropout(self.aggregator(g, h)))
+        if self.ffn is not None:
+            h = self.norm2(h + self.dropout(self.ffn(h)))
+        return h
+
+
+class GraphEncoder(nn.Module):
+    """Token graph -> class logits. ``rebuild_graph(g, h)``, if given, makes each layer's graph
+    from the current features (the kNN construction); otherwise every layer uses ``g``."""
+
+    def __init__(
+        self,
+        vocab_size: int,
+        num_classes: int,
+        aggregator: str = "transformer",
+        hidden_dim: int = 64,
+        num_layers: int = 4,
+        num_heads: int = 4,
+        ffn: bool = True,
+        ffn_mult: int = 2,
+        dropout: float = 0.1,
+        attn_dropout: float = 0.0,
+        positional: str = "sinusoidal",
+        readout: str = "mean",
+        norm: str = "pre",
+        share_weights: bool = False,
+        rebuild_graph: Callable | None = None,
+    ):
+        super().__init__()
+        for name, value, valid in (
+            ("aggregator", aggregator, tuple(AGGREGATORS)),
+            ("readout", readout, READOUTS),
+            ("positional", positional, POSITIONAL),
+            ("norm", norm, NORMS),
+        ):
+            if value not in valid:
+                raise ValueError(f"unknown model.{name} {value!r}; valid: {', '.join(valid)}")
+        self.hidden_dim, self.num_layers, self.positional, self.readout = hidden_dim, num_layers, positional, readout
+        self.rebuild_graph = rebuild_graph
+        self.embed = nn.Embedding(vocab_size, hidden_dim)
+        self.embed_dropout = nn.Dropout(dropout)
+
+        def make_block():
+            agg = AGGREGATORS[aggregator](hidden_dim, num_heads=num_heads, attn_dropout=attn_dropout)
+            return Block(agg, hidden_dim, ffn, ffn_mult, dropout, norm)
+
+        self.blocks = nn.ModuleList([make_block() for _ in range(1 if share_weights else num_layers)])
+        self.final_norm = nn.LayerNorm(hidden_dim) if norm == "pre" else nn.Identity()
+        self.classifier = nn.Linear(hidden_dim, num_classes)
+
+    def layers(self):
+        """The block used at each of the L layers (the same one L times when weights are shared)."""
+        return [self.blocks[i % len(self.blocks)] for i in range(self.num_layers)]
+
+    def node_states(self, g: dgl.DGLGraph) -> torch.Tensor:
+        """Final node features (N, d)."""
+        h = self.embed(g.ndata["tok"])  # (N, d)
+        if self.positional == "sinusoidal":
+            h = h + sinusoidal_encoding(g.ndata["pos"], self.hidden_dim)
+        h = self.embed_dropout(h)
+        for block in self.layers():
+            layer_graph = self.rebuild_graph(g, h) if self.rebuild_graph is not None else g
+            h = block(layer_graph, h)
+        return self.final_norm(h)
+
+    def forward(self, g: dgl.DGLGraph) -> torch.Tensor:
+        h = self.node_states(g)  # (N, d)
+        if self.readout == "mean":
+            hg = self._mean_tokens(g, h)  # (B, d)
+        else:
+            mask = g.ndata["root"] if self.readout == "root" else g.ndata["pos"] < 0  # one node per graph
+            hg = h[mask]  # (B, d)
+        return self.classifier(hg)  # (B, C)
+
+    @staticmethod
+    def _mean_tokens(g: dgl.DGLGraph, h: torch.Tensor) -> torch.Tensor:
+        """Mean over the token nodes of each graph (a <cls> node, if present, is left out)."""
+        is_token = (g.ndata["pos"] >= 0).float().unsqueeze(-1)  # (N, 1)
+        with g.local_scope():
+            g.ndata["h"], g.ndata["w"] = h * is_token, is_token
+            return dgl.sum_nodes(g, "h") / dgl.sum_nodes(g, "w").clamp(min=1)  # (B, d)
+
+
+def build_model(model_cfg, vocab_size: int, num_classes: int, construction=None) -> GraphEncoder:
+    """The encoder named by ``model.name`` (gcn | gat | transformer) with the config's sizes."""
+    if model_cfg["name"] not in AGGREGATORS:
+        raise ValueError(f"unknown model {model_cfg['name']!r}; valid models: {', '.join(AGGREGATORS)}")
+    dynamic = construction is not None and construction.dynamic
+    return GraphEncoder(
+        vocab_size,
+        num_classes,
+        aggregator=model_cfg["name"],
+        hidden_dim=int(model_cfg["hidden_dim"]),
+        num_layers=int(model_cfg["num_layers"]),
+        num_heads=int(model_cfg["num_heads"]),
+        ffn=bool(model_cfg["ffn"]),
+        ffn_mult=int(model_cfg["ffn_mult"]),
+        dropout=float(model_cfg["dropout"]),
+        attn_dropout=float(model_cfg["attn_dropout"]),
+        positional=model_cfg["positional"],
+        readout=model_cfg["readout"],
+        norm=model_cfg["norm"],
+        share_weights=bool(model_cfg["share_weights"]),
+        rebuild_graph=construction.rebuild if dynamic else None,
+    )

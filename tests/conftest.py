@@ -1,0 +1,44 @@
+"""Test setup: no network, no W&B server, nothing written outside temp dirs.
+
+These variables are read when wandb / datasets are imported, so they are set here, before any
+test module imports them.
+"""
+
+import os
+import tempfile
+from pathlib import Path
+
+_TMP = Path(tempfile.mkdtemp(prefix="tagnn-tests-"))
+os.environ.update(
+    {
+        "WANDB_MODE": "disabled",
+        "WANDB_DIR": str(_TMP / "wandb"),
+        "WANDB_CACHE_DIR": str(_TMP / "wandb-cache"),
+        "WANDB_CONFIG_DIR": str(_TMP / "wandb-config"),
+        "WANDB_SILENT": "true",
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "HF_HOME": str(_TMP / "hf"),
+        "HF_DATASETS_CACHE": str(_TMP / "hf-datasets"),
+        "DGLBACKEND": "pytorch",
+        "MPLBACKEND": "Agg",
+    }
+)
+
+import pytest  # noqa: E402
+from hydra import compose, initialize_config_dir  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+CONF = ROOT / "conf"
+
+
+def compose_config(overrides=(), config_name="config"):
+    """The resolved config ``python train.py <overrides>`` would see (no Hydra run dir)."""
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose(config_name=config_name, overrides=list(overrides))
+
+
+@pytest.fixture
+def tiny_overrides():
+    """A training run of a few seconds that still learns something."""
+    return ["debug=tiny", "trainer.progress=false", "logger=none"]

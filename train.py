@@ -1,0 +1,317 @@
+"""Train a GNN on sentence graphs and evaluate it: ``python train.py model=gat graph=complete``.
+
+Steps, each a few lines below:
+  1. data     generate / read the splits, build the vocabulary and one graph per sentence (once)
+  2. model    the encoder named by ``model=`` (gcn | gat | transformer) with its aggregator
+  3. train    AdamW, linear warmup + cosine decay, gradient clipping; validate every epoch and
+              keep the best checkpoint by validation accuracy
+  4. test     reload the best checkpoint, score the test split, write ``results.json``
+
+Everything goes to the Hydra run directory (``hydra.run.dir=...`` sets it):
+``results.json``, ``metrics.csv``, ``checkpoints/{best,last}.pt``, ``train.log`` and W&B's ``wandb/``.
+``python train.py -m model=gcn,gat,transformer graph=complete,tree`` runs a grid (multirun).
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import math
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+import hydra
+import numpy as np
+import torch
+import torch.nn.functional as F
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
+
+from data.graphs import GRAPHS
+from data.pipeline import DATASETS, SPLITS, GraphDataset, load_splits, make_construction, make_loader, num_classes_of
+from data.vocab import Vocab
+from engine.checkpoint import load_checkpoint, save_checkpoint
+from engine.evaluation import predict, summarize
+from engine.io import write_json
+from engine.tracking import MODES, Tracker
+from models import AGGREGATORS, build_model
+from models.encoder import NORMS, POSITIONAL, READOUTS
+
+log = logging.getLogger("train")
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def pick_device(name: str) -> torch.device:
+    """``auto`` takes CUDA when torch sees a GPU *and* DGL can put graphs on it, else the CPU."""
+    if name not in DEVICES:
+        raise ValueError(f"unknown device {name!r}; valid: {', '.join(DEVICES)}")
+    if name == "cpu" or (name == "auto" and not torch.cuda.is_available()):
+        return torch.device("cpu")
+    import dgl
+
+    try:
+        dgl.graph(([0], [0])).to("cuda")
+    except Exception:  # the PyPI DGL wheel is CPU-only
+        if name == "cuda":
+            raise ValueError(
+                "device=cuda but this DGL build has no CUDA support: install DGL's CUDA wheel "
+                "(README, Troubleshooting) or use device=cpu"
+            ) from None
+        log.warning("torch sees a GPU but this DGL build is CPU-only; training on the CPU (README: GPU install)")
+        return torch.device("cpu")
+    return torch.device("cuda")
+
+
+def warmup_cosine(optimizer, total_steps: int, warmup_ratio: float, min_lr_ratio: float):
+    """lr multiplier: linear 0 -> 1 over the warmup steps, then cosine 1 -> ``min_lr_ratio``."""
+    warmup = max(1, int(warmup_ratio * total_steps))
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))
+        return min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def train_epoch(model, loader, optimizer, scheduler, device, grad_clip, tracker, step: int, cfg, epoch: int):
+    """One pass over the training split; returns (mean loss, accuracy, examples/s, last step)."""
+    model.train()
+    loss_sum, correct, seen, start = 0.0, 0, 0, time.perf_counter()
+    bar = tqdm(loader, desc=f"epoch {epoch}/{cfg.trainer.max_epochs}", leave=False, disable=not cfg.trainer.progress)
+    for g, y in bar:
+        g, y = g.to(device), y.to(device)
+        logits = model(g)  # (B, C)
+        loss = F.cross_entropy(logits, y)
+        if not torch.isfinite(loss):
+            raise ValueError(
+                f"loss is {loss.item()} at step {step}; lower optim.lr or set optim.grad_clip "
+                "(checkpoints/last.pt holds the last good epoch)"
+            )
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip if grad_clip else float("inf"))
+        optimizer.step()
+        scheduler.step()
+        step += 1
+        loss_sum += loss.item() * len(y)
+        correct += (logits.argmax(-1) == y).sum().item()
+        seen += len(y)
+        bar.set_postfix(loss=f"{loss_sum / seen:.3f}", acc=f"{correct / seen:.3f}")
+        if step % cfg.trainer.log_every == 0:
+            tracker.log(
+                {
+                    "train/loss": loss.item(),
+                    "train/lr": scheduler.get_last_lr()[0],
+                    "train/grad_norm": grad_norm.item(),
+                },
+                step=step,
+            )
+    return loss_sum / seen, correct / seen, seen / (time.perf_counter() - start), step
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Fail before any work on a value no code path accepts; each message lists the valid ones."""
+    choices = [
+        ("dataset.name", cfg.dataset.name, DATASETS),
+        ("graph.name", cfg.graph.name, GRAPHS),
+        ("model.name", cfg.model.name, tuple(AGGREGATORS)),
+        ("model.readout", cfg.model.readout, READOUTS),
+        ("model.positional", cfg.model.positional, POSITIONAL),
+        ("model.norm", cfg.model.norm, NORMS),
+        ("device", cfg.device, DEVICES),
+        ("logger.mode", cfg.logger.mode, MODES),
+    ]
+    for key, value, valid in choices:
+        if value not in valid:
+            raise ValueError(f"unknown {key} {value!r}; valid: {', '.join(valid)}")
+    for key in (
+        "trainer.max_epochs",
+        "trainer.batch_size",
+        "trainer.eval_batch_size",
+        "model.hidden_dim",
+        "model.num_layers",
+        "model.num_heads",
+    ):
+        value = OmegaConf.select(cfg, key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{key} must be an integer >= 1, got {value!r}")
+    if cfg.model.name != "gcn" and cfg.model.hidden_dim % cfg.model.num_heads:
+        raise ValueError(
+            f"model.hidden_dim={cfg.model.hidden_dim} must be divisible by model.num_heads={cfg.model.num_heads}"
+        )
+
+
+def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
+    """Train, validate, test; write everything under ``out_dir``; return the results dict."""
+    check_config(cfg)
+    out_dir = Path(out_dir)
+    (out_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
+    config = OmegaConf.to_container(cfg, resolve=True)
+    seed_everything(int(cfg.seed))
+    device = pick_device(cfg.device)
+
+    # 1. data: splits -> vocabulary -> graphs, built once
+    t0 = time.perf_counter()
+    splits = load_splits(cfg.dataset, progress=cfg.trainer.progress)
+    vocab = Vocab.build(splits["train"]["tokens"])
+    num_classes = num_classes_of(cfg.dataset, splits)
+    construction = make_construction(cfg.graph, vocab, cfg.model.readout)
+    sets = {s: GraphDataset(splits[s], vocab, construction, desc=s, progress=cfg.trainer.progress) for s in SPLITS}
+    train_loader = make_loader(sets["train"], int(cfg.trainer.batch_size), shuffle=True, seed=int(cfg.seed))
+    eval_loaders = {s: make_loader(sets[s], int(cfg.trainer.eval_batch_size), shuffle=False) for s in ("val", "test")}
+    log.info(
+        "data: %s in %.1fs, vocab %d, %s",
+        {s: len(d) for s, d in sets.items()},
+        time.perf_counter() - t0,
+        len(vocab),
+        construction,
+    )
+
+    # 2. model and optimiser
+    model = build_model(cfg.model, len(vocab), num_classes, construction).to(device)
+    num_params = sum(p.numel() for p in model.parameters())
+    log.info("model: %s, %d parameters, device %s", cfg.model.name, num_params, device)
+    optimizer = torch.optim.AdamW(
+        model.parameters(),
+        lr=float(cfg.optim.lr),
+        betas=tuple(cfg.optim.betas),
+        weight_decay=float(cfg.optim.weight_decay),
+    )
+    max_epochs = int(cfg.trainer.max_epochs)
+    scheduler = warmup_cosine(
+        optimizer, max_epochs * len(train_loader), float(cfg.optim.warmup_ratio), float(cfg.optim.min_lr_ratio)
+    )
+
+    # 3. train
+    tracker = Tracker(config["logger"], config, out_dir)
+    tracker.summary({"model/num_params": num_params})
+    metrics_path = out_dir / "metrics.csv"
+    fields = ["epoch", "step", "lr", "train_loss", "train_acc", "val_loss", "val_acc", "examples_per_second", "seconds"]
+    best_val, best_epoch, step, train_seconds, seen_examples = -1.0, 0, 0, 0.0, 0
+    common = {"config": config, "vocab": vocab.to_list(), "num_classes": num_classes}
+    try:
+        with open(metrics_path, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=fields)
+            writer.writeheader()
+            for epoch in range(1, max_epochs + 1):
+                t_epoch = time.perf_counter()
+                train_loss, train_acc, eps, step = train_epoch(
+                    model, train_loader, optimizer, scheduler, device, cfg.optim.grad_clip, tracker, step, cfg, epoch
+                )
+                train_seconds += time.perf_counter() - t_epoch
+                seen_examples += len(sets["train"])
+                preds, labels, val_loss = predict(model, eval_loaders["val"], device)
+                val_acc = (preds == labels).float().mean().item()
+                row = {
+                    "epoch": epoch,
+                    "step": step,
+                    "lr": scheduler.get_last_lr()[0],
+                    "train_loss": train_loss,
+                    "train_acc": train_acc,
+                    "val_loss": val_loss,
+                    "val_acc": val_acc,
+                    "examples_per_second": eps,
+                    "seconds": time.perf_counter() - t_epoch,
+                }
+                writer.writerow(row)
+                f.flush()
+                tracker.log(
+                    {
+                        "train/epoch_loss": train_loss,
+                        "train/acc": train_acc,
+                        "val/loss": val_loss,
+                        "val/acc": val_acc,
+                        "train/examples_per_second": eps,
+                        "epoch": epoch,
+                    },
+                    step=step,
+                )
+                state = {
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(),
+                    "epoch": epoch,
+                    "step": step,
+                    **common,
+                }
+                if val_acc > best_val:
+                    best_val, best_epoch = val_acc, epoch
+                    save_checkpoint(out_dir / "checkpoints" / "best.pt", best_val_acc=best_val, **state)
+                save_checkpoint(out_dir / "checkpoints" / "last.pt", best_val_acc=best_val, **state)
+                log.info(
+                    "epoch %d: train loss %.4f acc %.4f | val loss %.4f acc %.4f | %.0f ex/s",
+                    epoch,
+                    train_loss,
+                    train_acc,
+                    val_loss,
+                    val_acc,
+                    eps,
+                )
+
+        # 4. test with the best checkpoint
+        best = load_checkpoint(out_dir / "checkpoints" / "best.pt")
+        model.load_state_dict(best["model"])
+        preds, labels, test_loss = predict(model, eval_loaders["test"], device)
+        test = summarize(preds, labels, sets["test"].meta, num_classes)
+        results = {
+            "dataset": cfg.dataset.name,
+            "graph": cfg.graph.name,
+            "model": cfg.model.name,
+            "num_params": num_params,
+            "best_val_acc": best_val,
+            "best_epoch": best_epoch,
+            "test_acc": test["accuracy"],
+            "test_loss": test_loss,
+            "epochs": max_epochs,
+            "train_seconds": round(train_seconds, 3),
+            "examples_per_second": round(seen_examples / train_seconds, 2),
+            "device": str(device),
+            "seed": int(cfg.seed),
+            "num_examples": {s: len(d) for s, d in sets.items()},
+            "test_by_depth": test.get("by_depth"),
+            "test_by_length": test.get("by_length"),
+            "test_by_root": test.get("by_root"),
+            "wandb_mode": tracker.mode,
+        }
+        write_json(out_dir / "results.json", results)
+        tracker.summary({"test/acc": test["accuracy"], "test/loss": test_loss, "val/best_acc": best_val})
+        log.info(
+            "test acc %.4f (best val %.4f at epoch %d) -> %s",
+            test["accuracy"],
+            best_val,
+            best_epoch,
+            out_dir / "results.json",
+        )
+    except BaseException:
+        tracker.finish(exit_code=1)
+        raise
+    tracker.finish()
+    return results
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="config")
+def main(cfg: DictConfig) -> float:
+    try:
+        results = run(cfg, HydraConfig.get().runtime.output_dir)
+    except (ValueError, FileNotFoundError) as e:
+        if os.environ.get("TAGNN_DEBUG"):
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    return results["best_val_acc"]  # what a Hydra sweeper (Optuna) maximises
+
+
+if __name__ == "__main__":
+    main()
