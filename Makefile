@@ -5,7 +5,7 @@ PYTHON  := $(VENV)/bin/python
 ARGS    ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-all lint format train sweep evaluate readme-table clean
+.PHONY: help install test test-all lint format train sweep evaluate bench clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -41,9 +41,14 @@ train: install ## train once: make train ARGS="model=gat graph=complete"
 evaluate: install ## evaluate a checkpoint: make evaluate ARGS="checkpoint=outputs/.../checkpoints/best.pt"
 	$(PYTHON) evaluate.py $(ARGS)
 
-sweep: install ## every model x graph on ListOps (Hydra multirun), then the results table
-	$(PYTHON) train.py -m model=gcn,gat,transformer graph=complete,tree,knn,window,none logger=none $(ARGS)
-	$(PYTHON) -m tools.results_table multirun
+SWEEP_DIR ?= multirun/all_graphs
+sweep: install ## every model x graph on ListOps (Hydra multirun, ~16 min on 2 cores), then the results table
+	$(PYTHON) train.py -m experiment=all_graphs model=gcn,gat,transformer graph=complete,tree,window,knn,none \
+		trainer.progress=false hydra.sweep.dir=$(SWEEP_DIR) $(ARGS)
+	$(PYTHON) -m tools.results_table $(SWEEP_DIR) --out $(SWEEP_DIR)/results.md --plot docs/figures/all_graphs_by_depth.png
+
+bench: install ## the hardware lottery: sparse vs dense per graph and n -> bench/results/ (~7 min on 2 cores)
+	$(PYTHON) -m bench.hardware_lottery $(ARGS)
 
 clean: ## remove outputs, multirun, wandb and caches (keeps .venv)
 	rm -rf outputs multirun wandb .pytest_cache .ruff_cache

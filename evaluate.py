@@ -22,13 +22,14 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from data import listops
-from data.pipeline import GraphDataset, _describe, load_splits, make_construction, make_loader
+from data.pipeline import GraphDataset, describe_example, load_splits, make_construction, make_loader
 from data.vocab import Vocab
 from engine.checkpoint import load_checkpoint
 from engine.evaluation import format_table, plot_confusion, predict, summarize
 from engine.io import write_json
 from models import build_model
-from train import pick_device
+from models.encoder import IMPLS
+from train import graph_device, pick_device
 
 log = logging.getLogger("evaluate")
 
@@ -53,12 +54,17 @@ def evaluate(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     ckpt = load_checkpoint(cfg.checkpoint)
     model, vocab, construction, config = load_model(ckpt, cfg.checkpoint)
+    if cfg.impl is not None:  # a checkpoint trained with one impl evaluates with the other
+        if cfg.impl not in IMPLS:
+            raise ValueError(f"unknown impl {cfg.impl!r}; valid: {', '.join(IMPLS)}")
+        model.impl = cfg.impl
     device = pick_device(cfg.device)
+    devices = (device, graph_device(device, model.impl))
     model.to(device)
 
     if cfg.data_file:
         rows = listops.read_tsv(cfg.data_file, max_length=cfg.max_length)
-        ds, source = datasets.Dataset.from_list(rows).map(_describe), str(cfg.data_file)
+        ds, source = datasets.Dataset.from_list(rows).map(describe_example), str(cfg.data_file)
     else:
         if cfg.split not in ("train", "val", "test"):
             raise ValueError(f"unknown split {cfg.split!r}; valid: train, val, test")
@@ -71,13 +77,14 @@ def evaluate(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
             "trained on this kind of data"
         )
     batch_size = int(cfg.batch_size or config["trainer"]["eval_batch_size"])
-    preds, labels, loss = predict(model, make_loader(data, batch_size, shuffle=False), device)
+    preds, labels, loss = predict(model, make_loader(data, batch_size, shuffle=False), *devices)
     summary = summarize(preds, labels, data.meta, int(ckpt["num_classes"]))
     result = {
         "checkpoint": str(cfg.checkpoint),
         "data": source,
         "model": config["model"]["name"],
         "graph": config["graph"]["name"],
+        "impl": model.impl,
         "epoch": ckpt["epoch"],
         "loss": loss,
         **summary,

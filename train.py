@@ -39,7 +39,7 @@ from engine.evaluation import predict, summarize
 from engine.io import write_json
 from engine.tracking import MODES, Tracker
 from models import AGGREGATORS, build_model
-from models.encoder import NORMS, POSITIONAL, READOUTS
+from models.encoder import IMPLS, NORMS, POSITIONAL, READOUTS
 
 log = logging.getLogger("train")
 DEVICES = ("auto", "cpu", "cuda")
@@ -52,24 +52,32 @@ def seed_everything(seed: int) -> None:
 
 
 def pick_device(name: str) -> torch.device:
-    """``auto`` takes CUDA when torch sees a GPU *and* DGL can put graphs on it, else the CPU."""
+    """``auto`` takes CUDA when torch sees a GPU, else the CPU."""
     if name not in DEVICES:
         raise ValueError(f"unknown device {name!r}; valid: {', '.join(DEVICES)}")
-    if name == "cpu" or (name == "auto" and not torch.cuda.is_available()):
-        return torch.device("cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device=cuda but torch sees no GPU; use device=auto or device=cpu")
+    return torch.device("cuda" if name == "cuda" or (name == "auto" and torch.cuda.is_available()) else "cpu")
+
+
+def graph_device(device: torch.device, impl: str) -> torch.device:
+    """Where batched DGL graphs live: on ``device`` if this DGL build can put them there, else on the
+    CPU, and then only the dense impl can train (PyPI's DGL wheel has no CUDA)."""
+    if device.type == "cpu":
+        return device
     import dgl
 
     try:
-        dgl.graph(([0], [0])).to("cuda")
-    except Exception:  # the PyPI DGL wheel is CPU-only
-        if name == "cuda":
+        dgl.graph(([0], [0])).to(device)
+        return device
+    except Exception:
+        if impl == "sparse":
             raise ValueError(
-                "device=cuda but this DGL build has no CUDA support: install DGL's CUDA wheel "
-                "(README, Troubleshooting) or use device=cpu"
+                "model.impl=sparse needs DGL with CUDA on a GPU, and this DGL build is CPU-only: install DGL's "
+                "CUDA wheel (README, Troubleshooting) or use model.impl=dense or model.impl=auto"
             ) from None
-        log.warning("torch sees a GPU but this DGL build is CPU-only; training on the CPU (README: GPU install)")
+        log.warning("this DGL build is CPU-only: graphs stay on the CPU, the model runs dense on %s", device)
         return torch.device("cpu")
-    return torch.device("cuda")
 
 
 def warmup_cosine(optimizer, total_steps: int, warmup_ratio: float, min_lr_ratio: float):
@@ -85,13 +93,14 @@ def warmup_cosine(optimizer, total_steps: int, warmup_ratio: float, min_lr_ratio
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
-def train_epoch(model, loader, optimizer, scheduler, device, grad_clip, tracker, step: int, cfg, epoch: int):
+def train_epoch(model, loader, optimizer, scheduler, devices, grad_clip, tracker, step: int, cfg, epoch: int):
     """One pass over the training split; returns (mean loss, accuracy, examples/s, last step)."""
     model.train()
     loss_sum, correct, seen, start = 0.0, 0, 0, time.perf_counter()
     bar = tqdm(loader, desc=f"epoch {epoch}/{cfg.trainer.max_epochs}", leave=False, disable=not cfg.trainer.progress)
+    device, graphs_on = devices
     for g, y in bar:
-        g, y = g.to(device), y.to(device)
+        g, y = g.to(graphs_on), y.to(device)
         logits = model(g)  # (B, C)
         loss = F.cross_entropy(logits, y)
         if not torch.isfinite(loss):
@@ -130,6 +139,7 @@ def check_config(cfg: DictConfig) -> None:
         ("model.readout", cfg.model.readout, READOUTS),
         ("model.positional", cfg.model.positional, POSITIONAL),
         ("model.norm", cfg.model.norm, NORMS),
+        ("model.impl", cfg.model.impl, IMPLS),
         ("device", cfg.device, DEVICES),
         ("logger.mode", cfg.logger.mode, MODES),
     ]
@@ -161,6 +171,7 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
     config = OmegaConf.to_container(cfg, resolve=True)
     seed_everything(int(cfg.seed))
     device = pick_device(cfg.device)
+    devices = (device, graph_device(device, cfg.model.impl))  # (model, graphs)
 
     # 1. data: splits -> vocabulary -> graphs, built once
     t0 = time.perf_counter()
@@ -169,7 +180,13 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
     num_classes = num_classes_of(cfg.dataset, splits)
     construction = make_construction(cfg.graph, vocab, cfg.model.readout)
     sets = {s: GraphDataset(splits[s], vocab, construction, desc=s, progress=cfg.trainer.progress) for s in SPLITS}
-    train_loader = make_loader(sets["train"], int(cfg.trainer.batch_size), shuffle=True, seed=int(cfg.seed))
+    train_loader = make_loader(
+        sets["train"],
+        int(cfg.trainer.batch_size),
+        shuffle=True,
+        seed=int(cfg.seed),
+        bucket=cfg.trainer.bucket_by_length,
+    )
     eval_loaders = {s: make_loader(sets[s], int(cfg.trainer.eval_batch_size), shuffle=False) for s in ("val", "test")}
     log.info(
         "data: %s in %.1fs, vocab %d, %s",
@@ -208,11 +225,11 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
             for epoch in range(1, max_epochs + 1):
                 t_epoch = time.perf_counter()
                 train_loss, train_acc, eps, step = train_epoch(
-                    model, train_loader, optimizer, scheduler, device, cfg.optim.grad_clip, tracker, step, cfg, epoch
+                    model, train_loader, optimizer, scheduler, devices, cfg.optim.grad_clip, tracker, step, cfg, epoch
                 )
                 train_seconds += time.perf_counter() - t_epoch
                 seen_examples += len(sets["train"])
-                preds, labels, val_loss = predict(model, eval_loaders["val"], device)
+                preds, labels, val_loss = predict(model, eval_loaders["val"], *devices)
                 val_acc = (preds == labels).float().mean().item()
                 row = {
                     "epoch": epoch,
@@ -263,7 +280,7 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
         # 4. test with the best checkpoint
         best = load_checkpoint(out_dir / "checkpoints" / "best.pt")
         model.load_state_dict(best["model"])
-        preds, labels, test_loss = predict(model, eval_loaders["test"], device)
+        preds, labels, test_loss = predict(model, eval_loaders["test"], *devices)
         test = summarize(preds, labels, sets["test"].meta, num_classes)
         results = {
             "dataset": cfg.dataset.name,

@@ -54,11 +54,11 @@ def load_splits(cfg: Mapping, progress: bool = True) -> dict[str, datasets.Datas
             rows = generated[start : start + size]
         if not rows:
             raise ValueError(f"the {split} split is empty: set dataset.num_{split} > 0 or give dataset.{split}_file")
-        out[split] = datasets.Dataset.from_list(rows).map(_describe)
+        out[split] = datasets.Dataset.from_list(rows).map(describe_example)
     return out
 
 
-def _describe(ex: dict) -> dict:
+def describe_example(ex: dict) -> dict:
     """Per-example fields for the evaluation breakdowns."""
     return {"length": len(ex["tokens"]), "group": ex["tokens"][0]}  # ListOps: the root operator
 
@@ -112,7 +112,36 @@ def collate(batch):
     return dgl.batch(graphs), torch.stack(labels)
 
 
-def make_loader(ds: GraphDataset, batch_size: int, shuffle: bool, seed: int = 0) -> DataLoader:
+class LengthBuckets(torch.utils.data.Sampler):
+    """Batches of similar lengths, in random order: shuffle, sort pools of ``pool`` batches by
+    length, cut them into batches, shuffle the batches. A padded (dense) batch then holds little
+    padding; message passing does not care. Different every epoch, fixed by the seed."""
+
+    def __init__(self, lengths: list[int], batch_size: int, seed: int = 0, pool: int = 50):
+        self.lengths, self.batch_size, self.pool = torch.tensor(lengths), batch_size, pool
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def __iter__(self):
+        order = torch.randperm(len(self.lengths), generator=self.generator)
+        size = self.batch_size * self.pool
+        batches = []
+        for start in range(0, len(order), size):
+            chunk = order[start : start + size]
+            chunk = chunk[torch.argsort(self.lengths[chunk], stable=True)]
+            batches += [chunk[i : i + self.batch_size].tolist() for i in range(0, len(chunk), self.batch_size)]
+        yield from (batches[i] for i in torch.randperm(len(batches), generator=self.generator).tolist())
+
+    def __len__(self) -> int:
+        size = self.batch_size * self.pool
+        full, rest = divmod(len(self.lengths), size)
+        return full * self.pool + -(-rest // self.batch_size)
+
+
+def make_loader(ds: GraphDataset, batch_size: int, shuffle: bool, seed: int = 0, bucket: bool = False) -> DataLoader:
+    """Batches of graphs. ``bucket`` (training) groups similar lengths; evaluation keeps dataset order."""
+    if shuffle and bucket:
+        lengths = [g.num_nodes() for g in ds.graphs]
+        return DataLoader(ds, batch_sampler=LengthBuckets(lengths, batch_size, seed), collate_fn=collate)
     generator = torch.Generator().manual_seed(seed)
     return DataLoader(ds, batch_size=batch_size, shuffle=shuffle, collate_fn=collate, generator=generator)
 

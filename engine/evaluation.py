@@ -13,12 +13,13 @@ LENGTH_BUCKETS = (10, 20, 40, 60, 100, 200, 500, 1000, 2000)
 
 
 @torch.no_grad()
-def predict(model, loader, device) -> tuple[torch.Tensor, torch.Tensor, float]:
-    """Predictions and labels for a whole loader (in its order), and the mean loss."""
+def predict(model, loader, device, graph_device=None) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """Predictions and labels for a whole loader (in its order), and the mean loss. Graphs go to
+    ``graph_device`` (default ``device``): the CPU when DGL cannot follow the model to a GPU."""
     model.eval()
     preds, labels, loss_sum = [], [], 0.0
     for g, y in loader:
-        g, y = g.to(device), y.to(device)
+        g, y = g.to(graph_device or device), y.to(device)
         logits = model(g)
         loss_sum += F.cross_entropy(logits, y, reduction="sum").item()
         preds.append(logits.argmax(-1).cpu())

@@ -13,6 +13,10 @@ Each is written with DGL's built-in message functions (``fn.u_dot_v``, ``fn.u_mu
 ``fn.sum``) and ``edge_softmax``, which normalises scores over each node's incoming edges.
 On the complete graph the Transformer's aggregator *is* multi-head self-attention
 (tests/test_aggregators.py checks it against ``torch.nn.functional.scaled_dot_product_attention``).
+
+Each aggregator also has ``forward_dense(h, dg)``: the same equation, with the same parameters, on
+a padded batch ``(B, n, d)`` and its adjacency mask (``models/dense.py``). Messages become matrix
+products, the fast path on dense hardware; tests/test_dense.py checks the two agree.
 """
 
 from __future__ import annotations
@@ -22,8 +26,11 @@ import math
 import dgl
 import dgl.function as fn
 import torch
+import torch.nn.functional as F
 from dgl.nn.functional import edge_softmax
 from torch import nn
+
+from models.dense import DenseGraph
 
 
 class GCNAggregation(nn.Module):
@@ -42,6 +49,12 @@ class GCNAggregation(nn.Module):
             g.ndata["h"] = self.linear(h) * out_norm  # (N, d) W h_j / sqrt(deg_out(j))
             g.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))  # Σ_j over incoming edges
             return g.ndata["h"] * in_norm  # (N, d)
+
+    def forward_dense(self, h: torch.Tensor, dg: DenseGraph) -> torch.Tensor:
+        a = dg.adjacency().float()  # (B, n, n) a[b, i, j] = 1 for an edge j -> i
+        in_norm = a.sum(-1).clamp(min=1).pow(-0.5).unsqueeze(-1)  # (B, n, 1)
+        out_norm = a.sum(-2).clamp(min=1).pow(-0.5).unsqueeze(-1)  # (B, n, 1)
+        return in_norm * (a @ (self.linear(h) * out_norm))  # (B, n, d)
 
 
 class _MultiHeadAttention(nn.Module):
@@ -67,6 +80,14 @@ class _MultiHeadAttention(nn.Module):
             g.edata["a"] = self.attn_dropout(a)
             g.update_all(fn.u_mul_e("v", "a", "m"), fn.sum("m", "agg"))  # (N, H, d_h)
             return self.out(g.dstdata["agg"].flatten(1))  # (N, d)
+
+    def aggregate_dense(self, scores: torch.Tensor, values: torch.Tensor, dg: DenseGraph) -> torch.Tensor:
+        """``scores`` (B, H, n, n) for every pair, ``values`` (B, H, n, d_h) -> (B, n, d)."""
+        a = torch.softmax(scores.masked_fill(~dg.mask()[:, None], float("-inf")), dim=-1)  # (B, H, n, n)
+        if self.record_attention:
+            self.last_attention = a.detach()  # dense: (B, H, n, n), row i = what node i attends to
+        agg = (self.attn_dropout(a) @ values).transpose(1, 2).flatten(2)  # (B, n, d)
+        return self.out(agg * dg.has_incoming())  # a node with no incoming edge gets O(0), as in sparse
 
 
 class GATAttention(_MultiHeadAttention):
@@ -94,6 +115,14 @@ class GATAttention(_MultiHeadAttention):
             scores = self.leaky_relu(g.edata["e"])
         return self.aggregate(g, scores, wh)
 
+    def forward_dense(self, h: torch.Tensor, dg: DenseGraph) -> torch.Tensor:
+        b, n, _ = h.shape
+        wh = self.proj(h).view(b, n, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, n, d_h)
+        src = (wh * self.attn_src[:, None]).sum(-1)  # (B, H, n) a_src·Wh_j
+        dst = (wh * self.attn_dst[:, None]).sum(-1)  # (B, H, n) a_dst·Wh_i
+        scores = self.leaky_relu(dst[..., :, None] + src[..., None, :])  # (B, H, n_i, n_j)
+        return self.aggregate_dense(scores, wh, dg)
+
 
 class DotProductAttention(_MultiHeadAttention):
     """Scaled dot-product attention as message passing (Vaswani et al., 2017):
@@ -117,6 +146,23 @@ class DotProductAttention(_MultiHeadAttention):
             g.apply_edges(fn.u_dot_v("k", "q", "score"))  # (E, H, 1) k_j · q_i / sqrt(d_h) on edge j -> i
             scores = g.edata["score"]
         return self.aggregate(g, scores, v)
+
+    def forward_dense(self, h: torch.Tensor, dg: DenseGraph) -> torch.Tensor:
+        """The same attention as one fused ``scaled_dot_product_attention`` call: with no mask at
+        all on complete graphs of equal length, masked by the adjacency otherwise."""
+        b, n, _ = h.shape
+
+        def heads(x):  # (B, n, d) -> (B, H, n, d_h)
+            return x.view(b, n, self.num_heads, self.head_dim).transpose(1, 2)
+
+        q, k, v = heads(self.query(h)), heads(self.key(h)), heads(self.value(h))
+        if self.record_attention:  # the explicit form, to keep the weights
+            return self.aggregate_dense((q @ k.transpose(-1, -2)) * self.scale, v, dg)
+        mask = None if dg.unmasked() else dg.mask()[:, None]  # (B, 1, n, n)
+        dropout = self.attn_dropout.p if self.training else 0.0
+        agg = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, scale=self.scale)
+        agg = agg.transpose(1, 2).flatten(2)  # (B, n, d)
+        return self.out(agg if dg.adj is None else agg * dg.has_incoming())
 
 
 AGGREGATORS = {"gcn": GCNAggregation, "gat": GATAttention, "transformer": DotProductAttention}

@@ -13,17 +13,18 @@ which can go deep cheaply (a k-layer GNN only sees k hops of a ListOps tree).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import dgl
 import torch
 from torch import nn
 
 from models.aggregators import AGGREGATORS
+from models.dense import DenseGraph, knn_adjacency, to_dense
 
 READOUTS = ("mean", "root", "cls")
 POSITIONAL = ("sinusoidal", "none")
 NORMS = ("pre", "post")
+IMPLS = ("sparse", "dense", "auto")
 
 
 def sinusoidal_encoding(pos: torch.Tensor, dim: int) -> torch.Tensor:
@@ -47,21 +48,34 @@ class Block(nn.Module):
         )
         self.norm2 = nn.LayerNorm(dim) if ffn else None
 
-    def forward(self, g: dgl.DGLGraph, h: torch.Tensor) -> torch.Tensor:
+    def aggregate(self, g: dgl.DGLGraph | DenseGraph, h: torch.Tensor) -> torch.Tensor:
+        if isinstance(g, DenseGraph):  # the dense twin: h is (B, n, d)
+            return self.aggregator.forward_dense(h, g)
+        return self.aggregator(g, h)  # message passing: h is (N, d)
+
+    def forward(self, g: dgl.DGLGraph | DenseGraph, h: torch.Tensor) -> torch.Tensor:
         if self.norm_type == "pre":
-            h = h + self.dropout(self.aggregator(g, self.norm1(h)))  # (N, d)
+            h = h + self.dropout(self.aggregate(g, self.norm1(h)))  # (N, d) or (B, n, d)
             if self.ffn is not None:
                 h = h + self.dropout(self.ffn(self.norm2(h)))
             return h
-        h = self.norm1(h + self.dropout(self.aggregator(g, h)))
+        h = self.norm1(h + self.dropout(self.aggregate(g, h)))
         if self.ffn is not None:
             h = self.norm2(h + self.dropout(self.ffn(h)))
         return h
 
 
 class GraphEncoder(nn.Module):
-    """Token graph -> class logits. ``rebuild_graph(g, h)``, if given, makes each layer's graph
-    from the current features (the kNN construction); otherwise every layer uses ``g``."""
+    """Token graph -> class logits.
+
+    ``graph`` is the construction the batches were built with (``data.graphs.GraphConstruction``);
+    the encoder needs it only for kNN, whose edges it rebuilds from each layer's features, and to
+    know a complete graph when it sees one. ``impl`` picks how aggregation runs:
+    ``sparse`` (DGL message passing), ``dense`` (padded batch + adjacency mask, ``models/dense.py``)
+    or ``auto`` (dense when edges / (B * n_max^2), the share of the padded batch's n x n pairs that
+    are edges, is at least ``dense_min_density``, or when DGL cannot follow the model to its device).
+    Both impls share every parameter.
+    """
 
     def __init__(
         self,
@@ -79,7 +93,9 @@ class GraphEncoder(nn.Module):
         readout: str = "mean",
         norm: str = "pre",
         share_weights: bool = False,
-        rebuild_graph: Callable | None = None,
+        graph=None,
+        impl: str = "sparse",
+        dense_min_density: float = 0.0,
     ):
         super().__init__()
         for name, value, valid in (
@@ -87,11 +103,12 @@ class GraphEncoder(nn.Module):
             ("readout", readout, READOUTS),
             ("positional", positional, POSITIONAL),
             ("norm", norm, NORMS),
+            ("impl", impl, IMPLS),
         ):
             if value not in valid:
                 raise ValueError(f"unknown model.{name} {value!r}; valid: {', '.join(valid)}")
         self.hidden_dim, self.num_layers, self.positional, self.readout = hidden_dim, num_layers, positional, readout
-        self.rebuild_graph = rebuild_graph
+        self.graph, self.impl, self.dense_min_density = graph, impl, dense_min_density
         self.embed = nn.Embedding(vocab_size, hidden_dim)
         self.embed_dropout = nn.Dropout(dropout)
 
@@ -107,24 +124,82 @@ class GraphEncoder(nn.Module):
         """The block used at each of the L layers (the same one L times when weights are shared)."""
         return [self.blocks[i % len(self.blocks)] for i in range(self.num_layers)]
 
-    def node_states(self, g: dgl.DGLGraph) -> torch.Tensor:
-        """Final node features (N, d)."""
-        h = self.embed(g.ndata["tok"])  # (N, d)
+    @property
+    def dynamic(self) -> bool:
+        return self.graph is not None and self.graph.dynamic
+
+    def choose_impl(self, g: dgl.DGLGraph) -> str:
+        """sparse or dense for this batch (see the class docstring)."""
+        device = self.embed.weight.device
+        if g.device != device:  # a CPU-only DGL keeps graphs on the CPU; only the dense path can follow
+            if self.impl == "sparse":
+                raise ValueError(
+                    f"model.impl=sparse needs DGL graphs on {device}, but this DGL build cannot put them there: "
+                    "install DGL's CUDA wheel (README, Troubleshooting) or use model.impl=dense or auto"
+                )
+            return "dense"
+        if self.impl != "auto":
+            return self.impl
+        sizes = g.batch_num_nodes().double()
+        edges = (self.graph.k + 1) * sizes.sum() if self.dynamic else g.num_edges()
+        padded_pairs = len(sizes) * sizes.max() ** 2  # what the dense twin computes, padding included
+        return "dense" if edges / padded_pairs >= self.dense_min_density else "sparse"
+
+    def embed_nodes(self, g: dgl.DGLGraph) -> torch.Tensor:
+        """h⁰ = Embed(tok) + PE(pos), (N, d), on the model's device."""
+        device = self.embed.weight.device
+        h = self.embed(g.ndata["tok"].to(device))  # (N, d)
         if self.positional == "sinusoidal":
-            h = h + sinusoidal_encoding(g.ndata["pos"], self.hidden_dim)
-        h = self.embed_dropout(h)
+            h = h + sinusoidal_encoding(g.ndata["pos"].to(device), self.hidden_dim)
+        return self.embed_dropout(h)
+
+    def node_states(self, g: dgl.DGLGraph) -> torch.Tensor:
+        """Final node features (N, d), by message passing on ``g``."""
+        h = self.embed_nodes(g)
         for block in self.layers():
-            layer_graph = self.rebuild_graph(g, h) if self.rebuild_graph is not None else g
+            layer_graph = self.graph.rebuild(g, h) if self.dynamic else g
             h = block(layer_graph, h)
         return self.final_norm(h)
 
+    def dense_graph(self, g: dgl.DGLGraph) -> tuple[DenseGraph, torch.Tensor]:
+        """The padded twin of ``g`` on the model's device, and its (B, n) mask of token nodes."""
+        device = self.embed.weight.device
+        complete = self.graph is not None and self.graph.name == "complete" and self.graph.self_loops
+        dg = to_dense(g, device, complete=complete)
+        return dg, dg.valid & (dg.pad(g.ndata["pos"].to(device)) >= 0)  # pos is -1 at <cls>
+
+    def dense_knn(self, dg: DenseGraph, x: torch.Tensor, tokens: torch.Tensor) -> DenseGraph:
+        """This layer's kNN graph from padded features (B, n, d), as ``GraphConstruction.rebuild`` builds it
+        sparse: tokens from their k nearest tokens, plus the static <cls> edges and self loops."""
+        adj = knn_adjacency(x, tokens, self.graph.k) | dg.adjacency()
+        if self.graph.self_loops:
+            adj = adj | (torch.eye(x.shape[1], dtype=torch.bool, device=x.device) & tokens[:, :, None])
+        return DenseGraph(dg.valid, dg.index, adj)
+
+    def dense_states(self, g: dgl.DGLGraph) -> tuple[torch.Tensor, DenseGraph, torch.Tensor]:
+        """Final node features (B, n, d) of the padded batch, its DenseGraph and token mask."""
+        dg, tokens = self.dense_graph(g)
+        x = dg.pad(self.embed_nodes(g))  # (B, n, d)
+        for block in self.layers():
+            x = block(self.dense_knn(dg, x, tokens) if self.dynamic else dg, x)
+        return self.final_norm(x), dg, tokens
+
     def forward(self, g: dgl.DGLGraph) -> torch.Tensor:
-        h = self.node_states(g)  # (N, d)
+        if self.choose_impl(g) == "sparse":
+            h = self.node_states(g)  # (N, d)
+            if self.readout == "mean":
+                hg = self._mean_tokens(g, h)  # (B, d)
+            else:
+                mask = g.ndata["root"] if self.readout == "root" else g.ndata["pos"] < 0  # one node per graph
+                hg = h[mask]  # (B, d)
+            return self.classifier(hg)  # (B, C)
+        x, dg, tokens = self.dense_states(g)  # (B, n, d)
         if self.readout == "mean":
-            hg = self._mean_tokens(g, h)  # (B, d)
+            weight = tokens.unsqueeze(-1).float()  # (B, n, 1)
+            hg = (x * weight).sum(1) / weight.sum(1).clamp(min=1)  # (B, d)
         else:
-            mask = g.ndata["root"] if self.readout == "root" else g.ndata["pos"] < 0  # one node per graph
-            hg = h[mask]  # (B, d)
+            mask = dg.pad(g.ndata["root"].to(x.device)) if self.readout == "root" else dg.valid & ~tokens
+            hg = x[mask]  # (B, d)
         return self.classifier(hg)  # (B, C)
 
     @staticmethod
@@ -140,7 +215,6 @@ def build_model(model_cfg, vocab_size: int, num_classes: int, construction=None)
     """The encoder named by ``model.name`` (gcn | gat | transformer) with the config's sizes."""
     if model_cfg["name"] not in AGGREGATORS:
         raise ValueError(f"unknown model {model_cfg['name']!r}; valid models: {', '.join(AGGREGATORS)}")
-    dynamic = construction is not None and construction.dynamic
     return GraphEncoder(
         vocab_size,
         num_classes,
@@ -156,5 +230,7 @@ def build_model(model_cfg, vocab_size: int, num_classes: int, construction=None)
         readout=model_cfg["readout"],
         norm=model_cfg["norm"],
         share_weights=bool(model_cfg["share_weights"]),
-        rebuild_graph=construction.rebuild if dynamic else None,
+        graph=construction,
+        impl=model_cfg.get("impl", "sparse"),
+        dense_min_density=float(model_cfg.get("dense_min_density", 0.0)),
     )

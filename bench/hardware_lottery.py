@@ -1,0 +1,536 @@
+"""The hardware lottery, measured: the same layer as sparse message passing and as dense matrices.
+
+    python -m bench.hardware_lottery                 # everything (make bench), ~7 min on 2 CPU cores
+    python -m bench.hardware_lottery --quick         # a smoke run in seconds
+
+For each graph construction and sentence length n, at a fixed number of tokens per batch (so
+every cell does the same amount of per-token work), it times forward + backward of one encoder
+block (aggregation + feed-forward) under ``impl=sparse`` (DGL), ``impl=dense`` (padded batch +
+mask) and ``impl=auto``, and records peak memory. It also times:
+  * the dense Transformer block against a bare ``scaled_dot_product_attention`` + feed-forward
+    block of the same size (our overhead for being a GNN),
+  * our sparse aggregator against the textbook DGL built-ins version (``reference_attention``),
+  * train.py's loop, examples/s per impl.
+
+Writes to ``--out`` (default bench/results/): ``layer.csv``, ``layer.png`` (time vs n, one line per
+impl, one panel per graph), ``summary.md`` (the ratio tables the README shows, with the machine),
+``training.csv``. Peak memory is what one forward + backward allocates above what was live before
+it: ``torch.cuda.max_memory_allocated`` on a GPU, sampled live C-heap bytes on the CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import ctypes
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import dgl
+import dgl.function as fn
+import torch
+import torch.nn.functional as F
+import yaml
+from dgl.nn.functional import edge_softmax
+from torch import nn
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from data.graphs import GraphConstruction  # noqa: E402
+from models.dense import to_dense  # noqa: E402
+from models.encoder import Block, GraphEncoder  # noqa: E402
+
+GRAPHS = ("complete", "tree", "window", "knn", "none")
+IMPLS = ("sparse", "dense", "auto")
+NS = (16, 32, 64, 128, 256, 512, 1024)
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs
+# --------------------------------------------------------------------------------------------
+def random_heads(n: int, gen: torch.Generator) -> list[int]:
+    """A random tree over n tokens: token i > 0 hangs under a uniformly chosen earlier token."""
+    return [-1] + [int(torch.randint(0, i, (1,), generator=gen)) for i in range(1, n)]
+
+
+def make_batch(graph: str, n: int, tokens: int, k: int = 4, window: int = 2) -> tuple[dgl.DGLGraph, GraphConstruction]:
+    gen = torch.Generator().manual_seed(n)
+    construction = GraphConstruction(name=graph, k=k, window=window)
+    graphs = [construction([3] * n, random_heads(n, gen)) for _ in range(max(1, tokens // n))]
+    return dgl.batch(graphs), construction
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def timed(fn_, device, repeat: int) -> float:
+    """Median seconds of ``fn_()`` over ``repeat`` runs, after one warm-up."""
+    fn_()
+    times = []
+    for _ in range(repeat):
+        sync(device)
+        t = time.perf_counter()
+        fn_()
+        sync(device)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
+
+
+def _live_bytes_fn():
+    """Bytes the C heap holds live right now (glibc mallinfo2: in-use arena + mmapped blocks), or None."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _MallInfo2
+    except (OSError, AttributeError):
+        return None
+
+    def live() -> int:
+        info = libc.mallinfo2()
+        return info.uordblks + info.hblkhd
+
+    return live
+
+
+LIVE_BYTES = _live_bytes_fn()
+
+
+def peak_memory_mib(fn_, device) -> float | None:
+    """Peak memory one call of ``fn_`` allocates above what was live before it. On a GPU:
+    ``torch.cuda.max_memory_allocated``. On the CPU: live C-heap bytes (torch and DGL both allocate
+    there), sampled from a thread every ~0.1 ms while ``fn_`` runs (ops release the GIL)."""
+    if device.type == "cuda":
+        sync(device)
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        fn_()
+        sync(device)
+        return (torch.cuda.max_memory_allocated() - base) / 2**20
+    if LIVE_BYTES is None:
+        return None
+    base = LIVE_BYTES()
+    peak, done = [base], threading.Event()
+
+    def watch():
+        while not done.is_set():
+            peak[0] = max(peak[0], LIVE_BYTES())
+            time.sleep(0.0001)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        fn_()
+    finally:
+        done.set()
+        thread.join()
+    return (max(peak[0], LIVE_BYTES()) - base) / 2**20
+
+
+# --------------------------------------------------------------------------------------------
+# One layer, three impls
+# --------------------------------------------------------------------------------------------
+def layer_step(model: GraphEncoder, g: dgl.DGLGraph, impl: str, x: torch.Tensor):
+    """Forward + backward of the model's first block on features ``x`` (N, d), as the model runs it."""
+    block = model.blocks[0]
+    model.impl = impl
+    chosen = model.choose_impl(g)
+
+    def step():
+        h = x.detach().requires_grad_()
+        if chosen == "sparse":  # as GraphEncoder.node_states runs one layer
+            out = block(model.graph.rebuild(g, h) if model.dynamic else g, h)
+        else:  # as GraphEncoder.dense_states runs one layer, padding included
+            dg, tokens = model.dense_graph(g)
+            hp = dg.pad(h)
+            out = dg.unpad(block(model.dense_knn(dg, hp, tokens) if model.dynamic else dg, hp))
+        out.square().mean().backward()
+
+    return step, chosen
+
+
+def measure_layers(args, device, graphs, impls, ns) -> list[dict]:
+    rows = []
+    for graph in graphs:
+        for n in ns:
+            g, construction = make_batch(graph, n, args.tokens, k=args.k)
+            g = g.to(device) if device.type == "cpu" or args.dgl_on_device else g
+            torch.manual_seed(0)
+            model = GraphEncoder(
+                8,
+                2,
+                aggregator=args.model,
+                hidden_dim=args.dim,
+                num_heads=args.heads,
+                num_layers=1,
+                dropout=0.0,
+                graph=construction,
+                dense_min_density=args.threshold,
+            ).to(device)
+            x = torch.randn(g.num_nodes(), args.dim, device=device)
+            density = (construction.k + 1) / n if graph == "knn" else g.num_edges() / (g.num_nodes() * n)
+            for impl in impls:
+                if impl == "sparse" and device.type != "cpu" and not args.dgl_on_device:
+                    continue
+                step, chosen = layer_step(model, g, impl, x)
+                seconds = timed(step, device, args.repeat)
+                peak = None if "memory" in args.skip else peak_memory_mib(step, device)
+                row = {
+                    "graph": graph,
+                    "n": n,
+                    "impl": impl,
+                    "chosen": chosen,
+                    "batch": g.batch_size,
+                    "edges": g.num_edges(),
+                    "density": round(density, 5),
+                    "ms": round(1000 * seconds, 3),
+                }
+                if peak is not None:
+                    row["peak_mib"] = round(peak, 1)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# Overheads: dense block vs a bare SDPA block; sparse aggregator vs the textbook DGL version
+# --------------------------------------------------------------------------------------------
+class BareBlock(nn.Module):
+    """Pre-LN attention + feed-forward with nothing else: the floor for a dense Transformer block."""
+
+    def __init__(self, dim: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.qkv, self.out = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        self.ffn = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
+
+    def forward(self, x):  # (B, n, d)
+        b, n, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        x = x + self.out(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, n, d))
+        return x + self.ffn(self.norm2(x))
+
+
+def reference_attention(agg, g, h):
+    """The textbook DGL version: separate q, k, v, score, scale, softmax, weighted sum."""
+    heads, dh = agg.num_heads, agg.head_dim
+    with g.local_scope():
+        g.ndata["q"] = agg.query(h).view(-1, heads, dh)
+        g.ndata["k"] = agg.key(h).view(-1, heads, dh)
+        g.ndata["v"] = agg.value(h).view(-1, heads, dh)
+        g.apply_edges(fn.u_dot_v("k", "q", "s"))
+        g.edata["a"] = edge_softmax(g, g.edata["s"] / dh**0.5)
+        g.update_all(fn.u_mul_e("v", "a", "m"), fn.sum("m", "o"))
+        return agg.out(g.ndata["o"].flatten(1))
+
+
+def measure_overheads(args, device, ns) -> list[dict]:
+    rows = []
+    for n in ns:
+        b = max(1, args.tokens // n)
+        torch.manual_seed(0)
+        block = Block(
+            GraphEncoder(8, 2, hidden_dim=args.dim, num_heads=args.heads).blocks[0].aggregator,
+            args.dim,
+            True,
+            2,
+            0.0,
+            "pre",
+        ).to(device)
+        bare = BareBlock(args.dim, args.heads).to(device)
+        x = torch.randn(b, n, args.dim, device=device)
+        g, _ = make_batch("complete", n, args.tokens)
+        dg = to_dense(g, device, complete=True)
+
+        def ours():
+            block(dg, x.detach().requires_grad_()).square().mean().backward()
+
+        def floor():
+            bare(x.detach().requires_grad_()).square().mean().backward()
+
+        row = {
+            "n": n,
+            "dense_block_ms": 1000 * timed(ours, device, args.repeat),
+            "bare_sdpa_block_ms": 1000 * timed(floor, device, args.repeat),
+        }
+        if device.type == "cpu" or args.dgl_on_device:
+            gd = g.to(device)
+            h = torch.randn(gd.num_nodes(), args.dim, device=device)
+            agg = block.aggregator
+
+            def ours_sparse():
+                agg(gd, h.detach().requires_grad_()).square().mean().backward()
+
+            def textbook():
+                reference_attention(agg, gd, h.detach().requires_grad_()).square().mean().backward()
+
+            row["sparse_agg_ms"] = 1000 * timed(ours_sparse, device, args.repeat)
+            row["textbook_dgl_ms"] = 1000 * timed(textbook, device, args.repeat)
+        rows.append({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()})
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def measure_training(args, impls) -> list[dict]:
+    """train.py's loop, examples/s per impl, on a short default ListOps run."""
+    from hydra import compose, initialize_config_dir
+
+    from train import run
+
+    rows = []
+    for model in ("gcn", "gat", "transformer"):
+        for graph in ("complete", "tree"):
+            for impl in impls:
+                with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+                    cfg = compose(
+                        "config",
+                        overrides=[
+                            f"model={model}",
+                            f"graph={graph}",
+                            f"model.impl={impl}",
+                            "logger=none",
+                            "trainer.progress=false",
+                            f"trainer.max_epochs={args.train_epochs}",
+                            f"dataset.num_train={args.train_examples}",
+                            "dataset.num_val=200",
+                            "dataset.num_test=200",
+                            f"model.dense_min_density={args.threshold}",
+                        ],
+                    )
+                with tempfile.TemporaryDirectory() as out:  # checkpoints are not benchmark results
+                    r = run(cfg, out)
+                rows.append(
+                    {
+                        "model": model,
+                        "graph": graph,
+                        "impl": impl,
+                        "examples_per_second": r["examples_per_second"],
+                        "test_acc": r["test_acc"],
+                    }
+                )
+                print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# Reporting
+# --------------------------------------------------------------------------------------------
+def write_csv(path: Path, rows: list[dict]) -> None:
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def plot(rows: list[dict], path: Path, machine: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    graphs = list(dict.fromkeys(r["graph"] for r in rows))
+    fig, axes = plt.subplots(1, len(graphs), figsize=(3.6 * len(graphs), 3.4), sharey=True, squeeze=False)
+    for ax, graph in zip(axes[0], graphs):
+        for impl, style in (("sparse", "o-"), ("dense", "s-"), ("auto", "x--")):
+            pts = [(r["n"], r["ms"]) for r in rows if r["graph"] == graph and r["impl"] == impl]
+            if pts:
+                ax.plot(*zip(*pts), style, label=impl)
+        ax.set(xscale="log", yscale="log", title=graph, xlabel="tokens per sentence n")
+        ax.grid(alpha=0.3, which="both")
+    axes[0][0].set_ylabel("ms, forward + backward")
+    axes[0][-1].legend()
+    fig.suptitle(f"one encoder block, fixed tokens per batch — {machine}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def summary(rows, overheads, training, memory, machine, args) -> str:
+    by = {(r["graph"], r["n"], r["impl"]): r for r in rows}
+    graphs = list(dict.fromkeys(r["graph"] for r in rows))
+    ns = sorted({r["n"] for r in rows})
+    out = [
+        f"Machine: {machine}. {args.model} block, d={args.dim}, {args.heads} heads, {args.tokens} tokens per "
+        f"batch, median of {args.repeat} forward+backward passes. `impl=auto` threshold: dense when edge density "
+        f">= {args.threshold}.",
+        "",
+    ]
+    out += [
+        "**sparse ms / dense ms** (above 1: dense is faster; `auto` column: auto ms / best ms)",
+        "",
+        "| graph | " + " | ".join(f"n={n}" for n in ns) + " |",
+        "|---|" + "---|" * len(ns),
+    ]
+    crossovers = {}
+    for graph in graphs:
+        cells = []
+        for n in ns:
+            s, d, a = by.get((graph, n, "sparse")), by.get((graph, n, "dense")), by.get((graph, n, "auto"))
+            if not (s and d):
+                cells.append("–")
+                continue
+            ratio = s["ms"] / d["ms"]
+            cell = f"{ratio:.2f}"
+            if a:
+                cell += f" ({a['ms'] / min(s['ms'], d['ms']):.2f})"
+            cells.append(cell)
+            if ratio < 1 and graph not in crossovers:
+                crossovers[graph] = n
+        out.append(f"| {graph} | " + " | ".join(cells) + " |")
+    out += [
+        "",
+        "Crossover (smallest n where sparse beats dense): "
+        + (", ".join(f"{g}: n={n}" for g, n in crossovers.items()) if crossovers else "none measured")
+        + ".",
+    ]
+    if memory:
+        out += [
+            "",
+            "**Peak memory above baseline, MiB (sparse / dense)**",
+            "",
+            "| graph | " + " | ".join(f"n={n}" for n in ns) + " |",
+            "|---|" + "---|" * len(ns),
+        ]
+        for graph in graphs:
+            out.append(
+                f"| {graph} | "
+                + " | ".join(
+                    f"{memory.get((graph, 'sparse', n), '–')} / {memory.get((graph, 'dense', n), '–')}" for n in ns
+                )
+                + " |"
+            )
+    if overheads:
+        out += [
+            "",
+            "**Overheads on complete graphs** (ms)",
+            "",
+            "| n | dense block | bare SDPA block | ratio | our sparse agg | textbook DGL agg | ratio |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in overheads:
+            sp = (
+                f"{r['sparse_agg_ms']:.1f} | {r['textbook_dgl_ms']:.1f} | {r['sparse_agg_ms'] / r['textbook_dgl_ms']:.2f}"
+                if "sparse_agg_ms" in r
+                else "– | – | –"
+            )
+            out.append(
+                f"| {r['n']} | {r['dense_block_ms']:.1f} | {r['bare_sdpa_block_ms']:.1f} | "
+                f"{r['dense_block_ms'] / r['bare_sdpa_block_ms']:.2f} | {sp} |"
+            )
+    if training:
+        out += [
+            "",
+            f"**train.py throughput, examples/s** ({args.train_examples} ListOps examples, "
+            f"{args.train_epochs} epoch(s), default model sizes)",
+            "",
+            "| model | graph | sparse | dense | auto |",
+            "|---|---|---|---|---|",
+        ]
+        keyed = {(r["model"], r["graph"], r["impl"]): r["examples_per_second"] for r in training}
+        for model, graph in dict.fromkeys((r["model"], r["graph"]) for r in training):
+            out.append(
+                f"| {model} | {graph} | "
+                + " | ".join(f"{keyed.get((model, graph, i), '–')}" for i in ("sparse", "dense", "auto"))
+                + " |"
+            )
+    return "\n".join(out)
+
+
+def machine_name(device) -> str:
+    if device.type == "cuda":
+        return f"{torch.cuda.get_device_name(device)}, torch {torch.__version__}"
+    cpu = platform.processor() or platform.machine()
+    try:
+        model = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+        cpu = model
+    except (OSError, StopIteration):
+        pass
+    return f"{cpu}, {torch.get_num_threads()} threads, torch {torch.__version__}, dgl {dgl.__version__}"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    p.add_argument("--graphs", nargs="+", default=list(GRAPHS), choices=GRAPHS)
+    p.add_argument("--impls", nargs="+", default=list(IMPLS), choices=IMPLS)
+    p.add_argument("--ns", nargs="+", type=int, default=list(NS))
+    p.add_argument("--tokens", type=int, default=4096, help="tokens per batch (batch size = tokens // n)")
+    p.add_argument("--model", default="transformer", choices=("gcn", "gat", "transformer"))
+    p.add_argument("--dim", type=int, default=64)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--k", type=int, default=4)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        help="impl=auto's dense_min_density (default: the value in conf/model/<model>.yaml)",
+    )
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--train-examples", type=int, default=2000)
+    p.add_argument("--train-epochs", type=int, default=1)
+    p.add_argument("--skip", nargs="*", default=[], choices=("memory", "overheads", "training"))
+    p.add_argument("--quick", action="store_true", help="tiny sizes: checks the script, measures nothing")
+    args = p.parse_args(argv)
+    if args.threshold is None:
+        with open(ROOT / "conf" / "model" / f"{args.model}.yaml") as f:
+            args.threshold = float(yaml.safe_load(f)["dense_min_density"])
+    device = torch.device(
+        "cuda" if args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available()) else "cpu"
+    )
+    try:
+        dgl.graph(([0], [0])).to(device)
+        args.dgl_on_device = True
+    except Exception:
+        args.dgl_on_device = False
+    if args.quick:
+        args.ns, args.tokens, args.repeat, args.train_examples = [8, 16], 64, 1, 64
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    machine = machine_name(device)
+    print(f"# {machine}", flush=True)
+    rows = measure_layers(args, device, args.graphs, args.impls, args.ns)
+    write_csv(out / "layer.csv", rows)
+    memory = {(r["graph"], r["impl"], r["n"]): r["peak_mib"] for r in rows if "peak_mib" in r}
+    overheads = [] if "overheads" in args.skip else measure_overheads(args, device, args.ns)
+    training = [] if "training" in args.skip else measure_training(args, args.impls)
+    if overheads:
+        write_csv(out / "overheads.csv", overheads)
+    if training:
+        write_csv(out / "training.csv", training)
+    plot(rows, out / "layer.png", machine)
+    text = summary(rows, overheads, training, memory, machine, args)
+    (out / "summary.md").write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

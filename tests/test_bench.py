@@ -1,0 +1,36 @@
+"""The benchmark script runs and writes what `make bench` promises (tiny sizes: it checks, not measures)."""
+
+import csv
+
+from bench.hardware_lottery import main
+
+
+def test_quick_bench_writes_csv_plot_and_table(tmp_path):
+    assert (
+        main(
+            [
+                "--quick",
+                "--skip",
+                "memory",
+                "training",
+                "--out",
+                str(tmp_path),
+                "--graphs",
+                "complete",
+                "tree",
+                "--threshold",
+                "0",
+            ]
+        )
+        == 0
+    )
+    with open(tmp_path / "layer.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert {(r["graph"], r["impl"]) for r in rows} == {
+        (g, i) for g in ("complete", "tree") for i in ("sparse", "dense", "auto")
+    }
+    assert all(float(r["ms"]) > 0 for r in rows)
+    assert {r["chosen"] for r in rows if r["impl"] == "auto"} == {"dense"}  # threshold 0: always dense
+    table = (tmp_path / "summary.md").read_text()
+    assert "| complete |" in table and "sparse ms / dense ms" in table and "bare SDPA block" in table
+    assert (tmp_path / "layer.png").stat().st_size > 1000
