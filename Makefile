@@ -5,7 +5,7 @@ PYTHON  := $(VENV)/bin/python
 ARGS    ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-all lint format train sweep evaluate bench clean
+.PHONY: help install test test-all lint format train sweep evaluate bench clean clean-cache
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -50,6 +50,9 @@ sweep: install ## every model x graph on ListOps (Hydra multirun, ~16 min on 2 c
 bench: install ## the hardware lottery: sparse vs dense per graph and n -> bench/results/ (~7 min on 2 cores)
 	$(PYTHON) -m bench.hardware_lottery $(ARGS)
 
+clean-cache: ## remove parsed text datasets and cached graphs (.cache/tagnn)
+	rm -rf .cache/tagnn
+
 clean: ## remove outputs, multirun, wandb and caches (keeps .venv)
-	rm -rf outputs multirun wandb .pytest_cache .ruff_cache
+	rm -rf outputs multirun wandb .pytest_cache .ruff_cache .cache/tagnn
 	find . -name __pycache__ -type d -prune -not -path './$(VENV)/*' -exec rm -rf {} +

@@ -23,6 +23,7 @@ from omegaconf import DictConfig
 
 from data import listops
 from data.pipeline import GraphDataset, describe_example, load_splits, make_construction, make_loader
+from data.text import TEXT_DATASETS, load_text_file
 from data.vocab import Vocab
 from engine.checkpoint import load_checkpoint
 from engine.evaluation import format_table, plot_confusion, predict, summarize
@@ -62,7 +63,9 @@ def evaluate(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
     devices = (device, graph_device(device, model.impl))
     model.to(device)
 
-    if cfg.data_file:
+    if cfg.data_file and config["dataset"]["name"] in TEXT_DATASETS:  # a CSV/TSV/JSON of sentences
+        ds, source = load_text_file(cfg.data_file, config["dataset"]), str(cfg.data_file)
+    elif cfg.data_file:
         rows = listops.read_tsv(cfg.data_file, max_length=cfg.max_length)
         ds, source = datasets.Dataset.from_list(rows).map(describe_example), str(cfg.data_file)
     else:

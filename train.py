@@ -176,10 +176,11 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
     # 1. data: splits -> vocabulary -> graphs, built once
     t0 = time.perf_counter()
     splits = load_splits(cfg.dataset, progress=cfg.trainer.progress)
-    vocab = Vocab.build(splits["train"]["tokens"])
+    vocab = Vocab.build(splits["train"]["tokens"], min_freq=int(cfg.dataset.get("min_freq", 1)))
     num_classes = num_classes_of(cfg.dataset, splits)
     construction = make_construction(cfg.graph, vocab, cfg.model.readout)
-    sets = {s: GraphDataset(splits[s], vocab, construction, desc=s, progress=cfg.trainer.progress) for s in SPLITS}
+    cache = cfg.dataset.get("cache_dir")  # text datasets: parsed splits and their graphs on disk
+    sets = {s: GraphDataset(splits[s], vocab, construction, s, cfg.trainer.progress, cache) for s in SPLITS}
     train_loader = make_loader(
         sets["train"],
         int(cfg.trainer.batch_size),

@@ -6,8 +6,13 @@ construction adds edges later, in the model's forward pass.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import logging
+import os
 from collections.abc import Mapping
+from pathlib import Path
 
 import datasets
 import dgl
@@ -17,18 +22,21 @@ from tqdm.auto import tqdm
 
 from data import listops
 from data.graphs import GRAPHS, GraphConstruction
+from data.text import TEXT_DATASETS, load_text_splits
 from data.vocab import Vocab
 
 log = logging.getLogger(__name__)
 datasets.disable_progress_bars()  # our own bars say what is happening
 SPLITS = ("train", "val", "test")
-DATASETS = ("listops",)
+DATASETS = ("listops",) + TEXT_DATASETS
 
 
 def load_splits(cfg: Mapping, progress: bool = True) -> dict[str, datasets.Dataset]:
     """``{"train"|"val"|"test": Dataset}`` with columns tokens, label, heads, depth, length, group."""
     if cfg["name"] not in DATASETS:
         raise ValueError(f"unknown dataset {cfg['name']!r}; valid datasets: {', '.join(DATASETS)}")
+    if cfg["name"] in TEXT_DATASETS:
+        return load_text_splits(cfg, progress)
     sizes = [int(cfg[f"num_{s}"]) for s in SPLITS]
     generated = None
     out = {}
@@ -80,20 +88,40 @@ class GraphDataset(Dataset):
     """The graphs of one split, built once, with labels and the per-example breakdown fields."""
 
     def __init__(
-        self, ds: datasets.Dataset, vocab: Vocab, construction: GraphConstruction, desc: str = "", progress: bool = True
+        self,
+        ds: datasets.Dataset,
+        vocab: Vocab,
+        construction: GraphConstruction,
+        desc: str = "",
+        progress: bool = True,
+        cache_dir: str | os.PathLike | None = None,
     ):
         encoded = ds.map(lambda ex: {"ids": vocab.encode(ex["tokens"])})
-        heads = encoded["heads"] if "heads" in encoded.column_names else [None] * len(encoded)
-        self.graphs = [
-            construction(ids, h)
-            for ids, h in tqdm(
-                zip(encoded["ids"], heads),
-                total=len(encoded),
-                desc=f"graphs {desc}".strip(),
-                leave=False,
-                disable=not progress,
-            )
-        ]
+        path = None
+        if cache_dir:  # keyed by the split's content, the construction and the vocabulary
+            key = json.dumps([ds._fingerprint, dataclasses.asdict(construction), vocab.to_list()], sort_keys=True)
+            path = Path(cache_dir) / "graphs" / f"{desc or 'split'}-{hashlib.sha1(key.encode()).hexdigest()[:16]}.bin"
+        if path is not None and path.is_file():
+            self.graphs, _ = dgl.load_graphs(str(path))
+            for g in self.graphs:
+                g.ndata["root"] = g.ndata["root"].bool()  # stored as uint8
+        else:
+            heads = encoded["heads"] if "heads" in encoded.column_names else [None] * len(encoded)
+            self.graphs = [
+                construction(ids, h)
+                for ids, h in tqdm(
+                    zip(encoded["ids"], heads),
+                    total=len(encoded),
+                    desc=f"graphs {desc}".strip(),
+                    leave=False,
+                    disable=not progress,
+                )
+            ]
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(path.name + ".tmp")
+                dgl.save_graphs(str(tmp), self.graphs)
+                os.replace(tmp, path)
         self.labels = torch.tensor(encoded["label"], dtype=torch.long)
         self.meta = {k: encoded[k] for k in ("depth", "length", "group") if k in encoded.column_names}
         self.unknown_share = sum(i == vocab.stoi["<unk>"] for ids in encoded["ids"] for i in ids) / max(
@@ -149,4 +177,4 @@ def make_loader(ds: GraphDataset, batch_size: int, shuffle: bool, seed: int = 0,
 def num_classes_of(cfg: Mapping, splits: dict) -> int:
     if cfg["name"] == "listops":
         return listops.NUM_CLASSES
-    return max(max(ds["label"]) for ds in splits.values()) + 1
+    return int(cfg.get("num_classes") or max(max(ds["label"]) for ds in splits.values()) + 1)
