@@ -101,11 +101,9 @@ class GraphDataset(Dataset):
         if cache_dir:  # keyed by the split's content, the construction and the vocabulary
             key = json.dumps([ds._fingerprint, dataclasses.asdict(construction), vocab.to_list()], sort_keys=True)
             path = Path(cache_dir) / "graphs" / f"{desc or 'split'}-{hashlib.sha1(key.encode()).hexdigest()[:16]}.bin"
-        if path is not None and path.is_file():
-            self.graphs, _ = dgl.load_graphs(str(path))
-            for g in self.graphs:
-                g.ndata["root"] = g.ndata["root"].bool()  # stored as uint8
-        else:
+        self.cache_path = path
+        self.graphs = self._load_cached(path, len(encoded)) if path is not None and path.is_file() else None
+        if self.graphs is None:
             heads = encoded["heads"] if "heads" in encoded.column_names else [None] * len(encoded)
             self.graphs = [
                 construction(ids, h)
@@ -127,6 +125,21 @@ class GraphDataset(Dataset):
         self.unknown_share = sum(i == vocab.stoi["<unk>"] for ids in encoded["ids"] for i in ids) / max(
             1, sum(len(ids) for ids in encoded["ids"])
         )
+
+    @staticmethod
+    def _load_cached(path: Path, expected: int) -> list | None:
+        """The cached graphs, or None (and a warning) if the file is damaged or stale: they are rebuilt."""
+        try:
+            graphs, _ = dgl.load_graphs(str(path))
+        except Exception as e:
+            log.warning("graph cache %s unreadable (%s): building the graphs again", path, str(e).splitlines()[0])
+            return None
+        if len(graphs) != expected:
+            log.warning("graph cache %s holds %d graphs, expected %d: building again", path, len(graphs), expected)
+            return None
+        for g in graphs:
+            g.ndata["root"] = g.ndata["root"].bool()  # stored as uint8
+        return graphs
 
     def __len__(self) -> int:
         return len(self.graphs)

@@ -109,6 +109,12 @@ def test_second_load_hits_the_caches(files, monkeypatch):
     assert [g.num_edges() for g in cached.graphs] == [g.num_edges() for g in built.graphs]
     assert cached.graphs[0].ndata["root"].dtype == built.graphs[0].ndata["root"].dtype
 
+    monkeypatch.undo()  # a damaged cache file is rebuilt, never trusted
+    cache_file = cached.cache_path
+    cache_file.write_bytes(cache_file.read_bytes()[:100])
+    rebuilt = GraphDataset(second["test"], vocab, construction, "test", progress=False, cache_dir=files["cache"])
+    assert [g.num_edges() for g in rebuilt.graphs] == [g.num_edges() for g in built.graphs]
+
 
 def test_lowercase_and_min_freq(files):
     cfg = compose_config(text_overrides(files, "dataset.min_freq=1000")).dataset
