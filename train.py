@@ -34,7 +34,7 @@ from tqdm.auto import tqdm
 from data.graphs import GRAPHS
 from data.pipeline import DATASETS, SPLITS, GraphDataset, load_splits, make_construction, make_loader, num_classes_of
 from data.vocab import Vocab
-from engine.checkpoint import load_checkpoint, save_checkpoint
+from engine.checkpoint import load_checkpoint, restore_rng, rng_state, save_checkpoint
 from engine.evaluation import predict, summarize
 from engine.io import write_json
 from engine.tracking import MODES, Tracker
@@ -130,6 +130,29 @@ def train_epoch(model, loader, optimizer, scheduler, devices, grad_clip, tracker
     return loss_sum / seen, correct / seen, seen / (time.perf_counter() - start), step
 
 
+def find_resume(cfg: DictConfig, out_dir: Path) -> dict | None:
+    """The checkpoint ``trainer.resume`` names: ``auto`` = this run directory's last.pt if there is one."""
+    resume = cfg.trainer.get("resume")
+    if not resume:
+        return None
+    path = out_dir / "checkpoints" / "last.pt" if resume == "auto" else Path(resume)
+    if resume == "auto" and not path.is_file():
+        log.info("trainer.resume=auto: no %s yet, starting from scratch", path)
+        return None
+    ckpt = load_checkpoint(path)
+    now = OmegaConf.to_container(cfg, resolve=True)
+    for key in ("dataset", "graph", "model", "optim"):
+        if ckpt["config"].get(key) != now.get(key):
+            raise ValueError(
+                f"cannot resume from {path}: its {key} config differs from this run's; "
+                f"resume with the same {key} overrides, or start a new run directory"
+            )
+    if "rng" not in ckpt:
+        raise ValueError(f"cannot resume from {path}: it holds no training state (written by evaluate?)")
+    log.info("resuming from %s after epoch %d", path, ckpt["epoch"])
+    return ckpt
+
+
 def check_config(cfg: DictConfig) -> None:
     """Fail before any work on a value no code path accepts; each message lists the valid ones."""
     choices = [
@@ -212,18 +235,32 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
         optimizer, max_epochs * len(train_loader), float(cfg.optim.warmup_ratio), float(cfg.optim.min_lr_ratio)
     )
 
-    # 3. train
-    tracker = Tracker(config["logger"], config, out_dir)
+    # 3. train (or go on from a checkpoint: model, optimiser, schedule, random states, counters)
+    resumed = find_resume(cfg, out_dir)
+    best_val, best_epoch, step, train_seconds, seen_examples, first_epoch = -1.0, 0, 0, 0.0, 0, 1
+    if resumed:
+        model.load_state_dict(resumed["model"])
+        optimizer.load_state_dict(resumed["optimizer"])
+        scheduler.load_state_dict(resumed["scheduler"])
+        restore_rng(resumed["rng"], train_loader.rng)
+        best_val, best_epoch, step = resumed["best_val_acc"], resumed["best_epoch"], resumed["step"]
+        train_seconds, seen_examples = resumed["train_seconds"], resumed["seen_examples"]
+        first_epoch = resumed["epoch"] + 1
+    tracker = Tracker(config["logger"], config, out_dir, run_id=resumed.get("wandb_id") if resumed else None)
     tracker.summary({"model/num_params": num_params})
     metrics_path = out_dir / "metrics.csv"
     fields = ["epoch", "step", "lr", "train_loss", "train_acc", "val_loss", "val_acc", "examples_per_second", "seconds"]
-    best_val, best_epoch, step, train_seconds, seen_examples = -1.0, 0, 0, 0.0, 0
+    kept = []  # a resumed run keeps the rows of the epochs its checkpoint holds, and no later ones
+    if resumed and metrics_path.is_file():
+        with open(metrics_path, newline="") as f:
+            kept = [r for r in csv.DictReader(f) if int(r["epoch"]) < first_epoch]
     common = {"config": config, "vocab": vocab.to_list(), "num_classes": num_classes}
     try:
         with open(metrics_path, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=fields)
             writer.writeheader()
-            for epoch in range(1, max_epochs + 1):
+            writer.writerows(kept)
+            for epoch in range(first_epoch, max_epochs + 1):
                 t_epoch = time.perf_counter()
                 train_loss, train_acc, eps, step = train_epoch(
                     model, train_loader, optimizer, scheduler, devices, cfg.optim.grad_clip, tracker, step, cfg, epoch
@@ -262,12 +299,20 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
                     "scheduler": scheduler.state_dict(),
                     "epoch": epoch,
                     "step": step,
+                    "rng": rng_state(train_loader.rng),
+                    "train_seconds": train_seconds,
+                    "seen_examples": seen_examples,
+                    "wandb_id": tracker.run_id,
                     **common,
                 }
                 if val_acc > best_val:
                     best_val, best_epoch = val_acc, epoch
-                    save_checkpoint(out_dir / "checkpoints" / "best.pt", best_val_acc=best_val, **state)
-                save_checkpoint(out_dir / "checkpoints" / "last.pt", best_val_acc=best_val, **state)
+                    save_checkpoint(
+                        out_dir / "checkpoints" / "best.pt", best_val_acc=best_val, best_epoch=epoch, **state
+                    )
+                save_checkpoint(
+                    out_dir / "checkpoints" / "last.pt", best_val_acc=best_val, best_epoch=best_epoch, **state
+                )
                 log.info(
                     "epoch %d: train loss %.4f acc %.4f | val loss %.4f acc %.4f | %.0f ex/s",
                     epoch,

@@ -179,12 +179,17 @@ class LengthBuckets(torch.utils.data.Sampler):
 
 
 def make_loader(ds: GraphDataset, batch_size: int, shuffle: bool, seed: int = 0, bucket: bool = False) -> DataLoader:
-    """Batches of graphs. ``bucket`` (training) groups similar lengths; evaluation keeps dataset order."""
+    """Batches of graphs. ``bucket`` (training) groups similar lengths; evaluation keeps dataset order.
+    ``loader.rng`` is the generator that orders the batches."""
     if shuffle and bucket:
-        lengths = [g.num_nodes() for g in ds.graphs]
-        return DataLoader(ds, batch_sampler=LengthBuckets(lengths, batch_size, seed), collate_fn=collate)
+        sampler = LengthBuckets([g.num_nodes() for g in ds.graphs], batch_size, seed)
+        loader = DataLoader(ds, batch_sampler=sampler, collate_fn=collate)
+        loader.rng = sampler.generator  # the order's random state, saved in checkpoints for exact resume
+        return loader
     generator = torch.Generator().manual_seed(seed)
-    return DataLoader(ds, batch_size=batch_size, shuffle=shuffle, collate_fn=collate, generator=generator)
+    loader = DataLoader(ds, batch_size=batch_size, shuffle=shuffle, collate_fn=collate, generator=generator)
+    loader.rng = generator
+    return loader
 
 
 def num_classes_of(cfg: Mapping, splits: dict) -> int:

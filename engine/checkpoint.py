@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 import pickle
+import random
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from engine.io import save_torch
@@ -44,3 +46,29 @@ def load_checkpoint(path: str | os.PathLike | None) -> dict:
             f"{path} is not a {FORMAT} checkpoint (written by another program?); pass one written by train.py"
         )
     return ckpt
+
+
+def rng_state(data_rng: torch.Generator) -> dict:
+    """Every random state training consumes (dropout, batch order, python, numpy), as plain types."""
+    version, mt, gauss = random.getstate()
+    _, keys, pos, has_gauss, cached = np.random.get_state()
+    return {
+        "torch": torch.get_rng_state(),
+        "data": data_rng.get_state(),
+        "python": {"version": version, "state": list(mt), "gauss": gauss},
+        "numpy": {
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "pos": int(pos),
+            "has_gauss": int(has_gauss),
+            "cached": float(cached),
+        },
+    }
+
+
+def restore_rng(state: dict, data_rng: torch.Generator) -> None:
+    torch.set_rng_state(state["torch"])
+    data_rng.set_state(state["data"])
+    py = state["python"]
+    random.setstate((py["version"], tuple(py["state"]), py["gauss"]))
+    npy = state["numpy"]
+    np.random.set_state(("MT19937", npy["keys"].numpy().astype(np.uint32), npy["pos"], npy["has_gauss"], npy["cached"]))

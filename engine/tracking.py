@@ -50,7 +50,7 @@ def resolve_mode(mode: str) -> str:
 class Tracker:
     """A thin wrapper: ``log(metrics, step)``, ``summary(dict)``, ``finish()``; no-ops when disabled."""
 
-    def __init__(self, logger_cfg: dict, config: dict, out_dir: str | os.PathLike):
+    def __init__(self, logger_cfg: dict, config: dict, out_dir: str | os.PathLike, run_id: str | None = None):
         self.run = None
         self.mode = resolve_mode(logger_cfg.get("mode", "auto"))
         if self.mode == "disabled":
@@ -65,6 +65,8 @@ class Tracker:
             name=logger_cfg.get("run_name"),
             config=config,
             dir=str(out_dir),
+            id=run_id,  # a resumed training run continues its W&B run
+            resume="allow" if run_id else None,
             settings=wandb.Settings(init_timeout=float(logger_cfg.get("init_timeout", 60)), console="off"),
         )
         try:
@@ -76,6 +78,10 @@ class Tracker:
             self.mode = "offline"
             self.run = wandb.init(mode="offline", **kwargs)
         self.run.define_metric("val/acc", summary="max")
+
+    @property
+    def run_id(self) -> str | None:
+        return self.run.id if self.run is not None else None
 
     def log(self, metrics: dict, step: int) -> None:
         if self.run is not None:
