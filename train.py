@@ -368,10 +368,10 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
 def main(cfg: DictConfig) -> float:
     try:
         results = run(cfg, HydraConfig.get().runtime.output_dir)
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, OSError) as e:  # the user's to fix: one line, no traceback (TAGNN_DEBUG=1 shows it)
         if os.environ.get("TAGNN_DEBUG"):
             raise
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {e.strerror if isinstance(e, OSError) and e.strerror else e}", file=sys.stderr)
         sys.exit(2)
     return results["best_val_acc"]  # what a Hydra sweeper (Optuna) maximises
 

@@ -223,8 +223,12 @@ def read_tsv(path: str | os.PathLike, max_length: int | None = None) -> list[dic
     if not path.is_file():
         raise ListOpsError(f"no such ListOps file: {path} (generate one with data.listops.write_tsv or check the path)")
     examples = []
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().splitlines()
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (UnicodeDecodeError, OSError) as e:
+        reason = e.reason if isinstance(e, UnicodeDecodeError) else e.strerror
+        raise ListOpsError(f"cannot read {path} as UTF-8 text ({reason}); is it a ListOps TSV file?") from None
     lra = bool(lines) and tuple(c.strip() for c in lines[0].split("\t")) == LRA_HEADER
     for lineno, line in enumerate(lines, start=1):
         if (lra and lineno == 1) or not line.strip():

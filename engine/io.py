@@ -20,6 +20,13 @@ def _atomic(path: str | os.PathLike, write) -> Path:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as e:  # disk full, read-only, quota: the old file stays as it was
+        Path(tmp).unlink(missing_ok=True)
+        raise OSError(
+            e.errno,
+            f"cannot write {path}: {e.strerror or e}; free some space or write elsewhere "
+            "(hydra.run.dir=...); the previous file, if any, is intact",
+        ) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
