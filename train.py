@@ -29,12 +29,15 @@ import torch
 import torch.nn.functional as F
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
+from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from data.graphs import GRAPHS
 from data.pipeline import DATASETS, SPLITS, GraphDataset, load_splits, make_construction, make_loader, num_classes_of
 from data.vocab import Vocab
 from engine.checkpoint import load_checkpoint, restore_rng, rng_state, save_checkpoint
+from engine.distributed import SINGLE, World, all_sum, finish
+from engine.distributed import start as start_world
 from engine.evaluation import predict, summarize
 from engine.io import write_json
 from engine.tracking import MODES, Tracker
@@ -93,11 +96,19 @@ def warmup_cosine(optimizer, total_steps: int, warmup_ratio: float, min_lr_ratio
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
-def train_epoch(model, loader, optimizer, scheduler, devices, grad_clip, tracker, step: int, cfg, epoch: int):
-    """One pass over the training split; returns (mean loss, accuracy, examples/s, last step)."""
+def train_epoch(
+    model, loader, optimizer, scheduler, devices, grad_clip, tracker, step: int, cfg, epoch: int, world: World = SINGLE
+):
+    """One pass over the training split (this process's share of it); returns mean loss, accuracy and
+    examples/s over all processes, and the last step."""
     model.train()
     loss_sum, correct, seen, start = 0.0, 0, 0, time.perf_counter()
-    bar = tqdm(loader, desc=f"epoch {epoch}/{cfg.trainer.max_epochs}", leave=False, disable=not cfg.trainer.progress)
+    bar = tqdm(
+        loader,
+        desc=f"epoch {epoch}/{cfg.trainer.max_epochs}",
+        leave=False,
+        disable=not cfg.trainer.progress or not world.main,
+    )
     device, graphs_on = devices
     for g, y in bar:
         g, y = g.to(graphs_on), y.to(device)
@@ -127,6 +138,7 @@ def train_epoch(model, loader, optimizer, scheduler, devices, grad_clip, tracker
                 },
                 step=step,
             )
+    loss_sum, correct, seen = all_sum(world, loss_sum, correct, seen, device=device if device.type == "cuda" else None)
     return loss_sum / seen, correct / seen, seen / (time.perf_counter() - start), step
 
 
@@ -194,6 +206,12 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
     config = OmegaConf.to_container(cfg, resolve=True)
     seed_everything(int(cfg.seed))
     device = pick_device(cfg.device)
+    world = start_world(device.type == "cuda")  # torchrun: several processes, else a world of one
+    if device.type == "cuda" and world.size > 1:
+        device = torch.device("cuda", world.local_rank)
+        torch.cuda.set_device(device)
+    if not world.main:  # one log, from rank 0
+        logging.getLogger().setLevel(logging.WARNING)
     devices = (device, graph_device(device, cfg.model.impl))  # (model, graphs)
 
     # 1. data: splits -> vocabulary -> graphs, built once
@@ -210,6 +228,8 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
         shuffle=True,
         seed=int(cfg.seed),
         bucket=cfg.trainer.bucket_by_length,
+        rank=world.rank,
+        world=world.size,
     )
     eval_loaders = {s: make_loader(sets[s], int(cfg.trainer.eval_batch_size), shuffle=False) for s in ("val", "test")}
     log.info(
@@ -221,8 +241,10 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
     )
 
     # 2. model and optimiser
-    model = build_model(cfg.model, len(vocab), num_classes, construction).to(device)
-    num_params = sum(p.numel() for p in model.parameters())
+    core = build_model(cfg.model, len(vocab), num_classes, construction).to(device)  # the model itself
+    ddp_devices = [device] if device.type == "cuda" else None
+    model = core if world.size == 1 else DistributedDataParallel(core, device_ids=ddp_devices)
+    num_params = sum(p.numel() for p in core.parameters())
     log.info("model: %s, %d parameters, device %s", cfg.model.name, num_params, device)
     optimizer = torch.optim.AdamW(
         model.parameters(),
@@ -239,14 +261,15 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
     resumed = find_resume(cfg, out_dir)
     best_val, best_epoch, step, train_seconds, seen_examples, first_epoch = -1.0, 0, 0, 0.0, 0, 1
     if resumed:
-        model.load_state_dict(resumed["model"])
+        core.load_state_dict(resumed["model"])
         optimizer.load_state_dict(resumed["optimizer"])
         scheduler.load_state_dict(resumed["scheduler"])
         restore_rng(resumed["rng"], train_loader.rng)
         best_val, best_epoch, step = resumed["best_val_acc"], resumed["best_epoch"], resumed["step"]
         train_seconds, seen_examples = resumed["train_seconds"], resumed["seen_examples"]
         first_epoch = resumed["epoch"] + 1
-    tracker = Tracker(config["logger"], config, out_dir, run_id=resumed.get("wandb_id") if resumed else None)
+    logger_cfg = config["logger"] if world.main else {**config["logger"], "mode": "disabled"}  # rank 0 logs
+    tracker = Tracker(logger_cfg, config, out_dir, run_id=resumed.get("wandb_id") if resumed else None)
     tracker.summary({"model/num_params": num_params})
     metrics_path = out_dir / "metrics.csv"
     fields = ["epoch", "step", "lr", "train_loss", "train_acc", "val_loss", "val_acc", "examples_per_second", "seconds"]
@@ -256,18 +279,28 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
             kept = [r for r in csv.DictReader(f) if int(r["epoch"]) < first_epoch]
     common = {"config": config, "vocab": vocab.to_list(), "num_classes": num_classes}
     try:
-        with open(metrics_path, "w", newline="") as f:
+        with open(metrics_path if world.main else os.devnull, "w", newline="") as f:  # rank 0 writes files
             writer = csv.DictWriter(f, fieldnames=fields)
             writer.writeheader()
             writer.writerows(kept)
             for epoch in range(first_epoch, max_epochs + 1):
                 t_epoch = time.perf_counter()
                 train_loss, train_acc, eps, step = train_epoch(
-                    model, train_loader, optimizer, scheduler, devices, cfg.optim.grad_clip, tracker, step, cfg, epoch
+                    model,
+                    train_loader,
+                    optimizer,
+                    scheduler,
+                    devices,
+                    cfg.optim.grad_clip,
+                    tracker,
+                    step,
+                    cfg,
+                    epoch,
+                    world,
                 )
                 train_seconds += time.perf_counter() - t_epoch
                 seen_examples += len(sets["train"])
-                preds, labels, val_loss = predict(model, eval_loaders["val"], *devices)
+                preds, labels, val_loss = predict(core, eval_loaders["val"], *devices)
                 val_acc = (preds == labels).float().mean().item()
                 row = {
                     "epoch": epoch,
@@ -294,7 +327,7 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
                     step=step,
                 )
                 state = {
-                    "model": model.state_dict(),
+                    "model": core.state_dict(),
                     "optimizer": optimizer.state_dict(),
                     "scheduler": scheduler.state_dict(),
                     "epoch": epoch,
@@ -307,12 +340,14 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
                 }
                 if val_acc > best_val:
                     best_val, best_epoch = val_acc, epoch
+                    if world.main:
+                        save_checkpoint(
+                            out_dir / "checkpoints" / "best.pt", best_val_acc=best_val, best_epoch=epoch, **state
+                        )
+                if world.main:
                     save_checkpoint(
-                        out_dir / "checkpoints" / "best.pt", best_val_acc=best_val, best_epoch=epoch, **state
+                        out_dir / "checkpoints" / "last.pt", best_val_acc=best_val, best_epoch=best_epoch, **state
                     )
-                save_checkpoint(
-                    out_dir / "checkpoints" / "last.pt", best_val_acc=best_val, best_epoch=best_epoch, **state
-                )
                 log.info(
                     "epoch %d: train loss %.4f acc %.4f | val loss %.4f acc %.4f | %.0f ex/s",
                     epoch,
@@ -323,10 +358,15 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
                     eps,
                 )
 
+        if not world.main:  # the other processes are done: rank 0 tests and reports
+            tracker.finish()
+            finish(world)
+            return {"best_val_acc": best_val, "rank": world.rank}
+
         # 4. test with the best checkpoint
         best = load_checkpoint(out_dir / "checkpoints" / "best.pt")
-        model.load_state_dict(best["model"])
-        preds, labels, test_loss = predict(model, eval_loaders["test"], *devices)
+        core.load_state_dict(best["model"])
+        preds, labels, test_loss = predict(core, eval_loaders["test"], *devices)
         test = summarize(preds, labels, sets["test"].meta, num_classes)
         results = {
             "dataset": cfg.dataset.name,
@@ -361,6 +401,7 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
         tracker.finish(exit_code=1)
         raise
     tracker.finish()
+    finish(world)
     return results
 
 

@@ -153,43 +153,69 @@ def collate(batch):
     return dgl.batch(graphs), torch.stack(labels)
 
 
-class LengthBuckets(torch.utils.data.Sampler):
-    """Batches of similar lengths, in random order: shuffle, sort pools of ``pool`` batches by
-    length, cut them into batches, shuffle the batches. A padded (dense) batch then holds little
-    padding; message passing does not care. Different every epoch, fixed by the seed."""
+class TrainBatches(torch.utils.data.Sampler):
+    """Training batches in a new random order every epoch, fixed by the seed.
 
-    def __init__(self, lengths: list[int], batch_size: int, seed: int = 0, pool: int = 50):
-        self.lengths, self.batch_size, self.pool = torch.tensor(lengths), batch_size, pool
+    ``bucket``: shuffle, sort pools of ``pool`` batches by length, cut them into batches, shuffle
+    the batches, so a padded (dense) batch holds little padding; message passing does not care.
+    ``rank``/``world``: each of ``world`` processes takes every world-th batch (the list is
+    padded by repetition so all take the same number, as DDP needs).
+    """
+
+    def __init__(
+        self,
+        lengths: list[int],
+        batch_size: int,
+        seed: int = 0,
+        bucket: bool = True,
+        pool: int = 50,
+        rank: int = 0,
+        world: int = 1,
+    ):
+        self.lengths, self.batch_size, self.bucket, self.pool = torch.tensor(lengths), batch_size, bucket, pool
+        self.rank, self.world = rank, world
         self.generator = torch.Generator().manual_seed(seed)
+
+    def _num_batches(self) -> int:
+        return -(-len(self.lengths) // self.batch_size)
 
     def __iter__(self):
         order = torch.randperm(len(self.lengths), generator=self.generator)
-        size = self.batch_size * self.pool
+        size = self.batch_size * self.pool if self.bucket else len(order)
         batches = []
         for start in range(0, len(order), size):
             chunk = order[start : start + size]
-            chunk = chunk[torch.argsort(self.lengths[chunk], stable=True)]
+            if self.bucket:
+                chunk = chunk[torch.argsort(self.lengths[chunk], stable=True)]
             batches += [chunk[i : i + self.batch_size].tolist() for i in range(0, len(chunk), self.batch_size)]
-        yield from (batches[i] for i in torch.randperm(len(batches), generator=self.generator).tolist())
+        if self.bucket:
+            batches = [batches[i] for i in torch.randperm(len(batches), generator=self.generator).tolist()]
+        batches += batches[: len(self) * self.world - len(batches)]  # equal shares for every process
+        yield from batches[self.rank :: self.world]
 
     def __len__(self) -> int:
-        size = self.batch_size * self.pool
-        full, rest = divmod(len(self.lengths), size)
-        return full * self.pool + -(-rest // self.batch_size)
+        n = (
+            self._num_batches()
+            if not self.bucket
+            else sum(
+                -(-min(self.batch_size * self.pool, len(self.lengths) - s) // self.batch_size)
+                for s in range(0, len(self.lengths), self.batch_size * self.pool)
+            )
+        )
+        return -(-n // self.world)
 
 
-def make_loader(ds: GraphDataset, batch_size: int, shuffle: bool, seed: int = 0, bucket: bool = False) -> DataLoader:
-    """Batches of graphs. ``bucket`` (training) groups similar lengths; evaluation keeps dataset order.
-    ``loader.rng`` is the generator that orders the batches."""
-    if shuffle and bucket:
-        sampler = LengthBuckets([g.num_nodes() for g in ds.graphs], batch_size, seed)
+def make_loader(
+    ds: GraphDataset, batch_size: int, shuffle: bool, seed: int = 0, bucket: bool = False, rank: int = 0, world: int = 1
+) -> DataLoader:
+    """Batches of graphs. Training (``shuffle``) uses :class:`TrainBatches`; evaluation keeps
+    dataset order. ``loader.rng`` is the generator that orders the batches (saved for resume)."""
+    if shuffle:
+        sampler = TrainBatches([g.num_nodes() for g in ds.graphs], batch_size, seed, bucket, rank=rank, world=world)
         loader = DataLoader(ds, batch_sampler=sampler, collate_fn=collate)
-        loader.rng = sampler.generator  # the order's random state, saved in checkpoints for exact resume
+        loader.rng = sampler.generator
         return loader
-    generator = torch.Generator().manual_seed(seed)
-    loader = DataLoader(ds, batch_size=batch_size, shuffle=shuffle, collate_fn=collate, generator=generator)
-    loader.rng = generator
-    return loader
+    return DataLoader(ds, batch_size=batch_size, shuffle=False, collate_fn=collate)
 
 
 def num_classes_of(cfg: Mapping, splits: dict) -> int:

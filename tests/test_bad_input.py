@@ -95,3 +95,21 @@ def test_disk_full_while_checkpointing_keeps_the_last_good_one(tmp_path, monkeyp
     assert load_checkpoint(tmp_path / "checkpoints" / "last.pt")["epoch"] == 1  # intact, loadable
     assert not list(tmp_path.rglob("*.tmp")) and not list(tmp_path.rglob(".*.tmp"))
     assert not (tmp_path / "results.json").exists()
+
+
+def test_nan_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
+    import train
+
+    real, calls = train.F.cross_entropy, []
+
+    def diverging(logits, y, **kw):
+        calls.append(1)
+        loss = real(logits, y, **kw)
+        return loss * float("nan") if len(calls) > 12 else loss  # epoch 1 (8 steps) is fine, then NaN
+
+    monkeypatch.setattr(train.F, "cross_entropy", diverging)
+    with pytest.raises(ValueError, match=r"loss is nan at step \d+; lower optim.lr or set optim.grad_clip"):
+        run(compose_config(TINY + ["trainer.max_epochs=3"]), tmp_path)
+    monkeypatch.undo()
+    assert load_checkpoint(tmp_path / "checkpoints" / "last.pt")["epoch"] == 1
+    assert not (tmp_path / "results.json").exists()
