@@ -5,7 +5,7 @@ PYTHON  := $(VENV)/bin/python
 ARGS    ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-all lint format train sweep evaluate bench clean clean-cache
+.PHONY: help install test test-all lint format train sweep report evaluate bench clean clean-cache
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -46,6 +46,10 @@ sweep: install ## every model x graph on ListOps (Hydra multirun, ~16 min on 2 c
 	$(PYTHON) train.py -m experiment=all_graphs model=gcn,gat,transformer graph=complete,tree,window,knn,none \
 		trainer.progress=false hydra.sweep.dir=$(SWEEP_DIR) $(ARGS)
 	$(PYTHON) -m tools.results_table $(SWEEP_DIR) --out $(SWEEP_DIR)/results.md --plot docs/figures/all_graphs_by_depth.png
+
+report: install ## tables + depth plot from a sweep: make report DIR=multirun/<sweep>
+	$(PYTHON) -m tools.results_table $(or $(DIR),$(SWEEP_DIR)) --out $(or $(DIR),$(SWEEP_DIR))/results.md \
+		--plot $(or $(DIR),$(SWEEP_DIR))/by_depth.png
 
 bench: install ## the hardware lottery: sparse vs dense per graph and n -> bench/results/ (~7 min on 2 cores)
 	$(PYTHON) -m bench.hardware_lottery $(ARGS)
