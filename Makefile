@@ -53,6 +53,7 @@ report: install ## tables + depth plot from a sweep: make report DIR=multirun/<s
 
 bench: install ## the hardware lottery: sparse vs dense per graph and n -> bench/results/ (~7 min on 2 cores)
 	$(PYTHON) -m bench.hardware_lottery $(ARGS)
+	$(PYTHON) -m bench.padding
 
 clean-cache: ## remove parsed text datasets and cached graphs (.cache/tagnn)
 	rm -rf .cache/tagnn

@@ -34,3 +34,14 @@ def test_quick_bench_writes_csv_plot_and_table(tmp_path):
     table = (tmp_path / "summary.md").read_text()
     assert "| complete |" in table and "sparse ms / dense ms" in table and "bare SDPA block" in table
     assert (tmp_path / "layer.png").stat().st_size > 1000
+
+
+def test_padding_shares():
+    from bench.padding import shares
+
+    assert shares([10] * 64, 16, bucket=False) == (1.0, 1.0)  # equal lengths: nothing padded
+    lengths = [4, 100] * 64
+    random_tok, random_pair = shares(lengths, 16, bucket=False)
+    bucket_tok, bucket_pair = shares(lengths, 16, bucket=True)
+    assert bucket_tok == bucket_pair == 1.0  # two lengths, pools sorted: every batch is one length
+    assert random_pair < random_tok < 1.0
