@@ -5,6 +5,8 @@ test module imports them.
 """
 
 import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -42,3 +44,10 @@ def compose_config(overrides=(), config_name="config"):
 def tiny_overrides():
     """A training run of a few seconds that still learns something."""
     return ["debug=tiny", "trainer.progress=false", "logger=none"]
+
+
+def run_script(script, *args, timeout=300):
+    """``python <script> <args>`` from the repository root, as a user would type it; asserts it succeeded."""
+    res = subprocess.run([sys.executable, script, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    assert res.returncode == 0, res.stderr[-2000:]
+    return res

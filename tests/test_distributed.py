@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from data.pipeline import TrainBatches
-from tests.conftest import ROOT, compose_config
+from tests.conftest import ROOT, compose_config, run_script
 from train import run
 
 
@@ -60,23 +60,15 @@ def test_cluster_launchers_compose_and_run_locally(tmp_path):
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=["cluster=slurm", "hydra.launcher.partition=gpu"], return_hydra_config=True)
     assert cfg.hydra.launcher._target_.endswith("SlurmLauncher") and cfg.hydra.launcher.partition == "gpu"
-    res = subprocess.run(
-        [
-            sys.executable,
-            "train.py",
-            "-m",
-            "cluster=local",
-            "debug=tiny",
-            "trainer.progress=false",
-            "model=gcn,gat",
-            f"hydra.sweep.dir={tmp_path}",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    run_script(
+        "train.py",
+        "-m",
+        "cluster=local",
+        "debug=tiny",
+        "trainer.progress=false",
+        "model=gcn,gat",
+        f"hydra.sweep.dir={tmp_path}",
     )
-    assert res.returncode == 0, res.stderr[-2000:]
     assert sorted(p.parent.name for p in tmp_path.glob("*/results.json")) == ["0_gcn_complete", "1_gat_complete"]
 
 

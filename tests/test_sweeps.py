@@ -1,31 +1,21 @@
 """Hyperparameter search: Hydra's Optuna sweeper maximises what train.py returns (best val accuracy)."""
 
 import json
-import subprocess
-import sys
 
 import yaml
 
-from tests.conftest import ROOT
+from tests.conftest import run_script
 
 
 def test_three_trial_optuna_sweep(tmp_path):
-    res = subprocess.run(
-        [
-            sys.executable,
-            "train.py",
-            "-m",
-            "hparams_search=listops_optuna",
-            "debug=tiny",
-            "hydra.sweeper.n_trials=3",
-            f"hydra.sweep.dir={tmp_path}",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    run_script(
+        "train.py",
+        "-m",
+        "hparams_search=listops_optuna",
+        "debug=tiny",
+        "hydra.sweeper.n_trials=3",
+        f"hydra.sweep.dir={tmp_path}",
     )
-    assert res.returncode == 0, res.stderr[-2000:]
     runs = [json.loads(p.read_text()) for p in tmp_path.glob("*/results.json")]
     assert len(runs) == 3
     found = yaml.safe_load((tmp_path / "optimization_results.yaml").read_text())
