@@ -177,6 +177,7 @@ def check_config(cfg: DictConfig) -> None:
         ("model.impl", cfg.model.impl, IMPLS),
         ("device", cfg.device, DEVICES),
         ("logger.mode", cfg.logger.mode, MODES),
+        ("optim.name", cfg.optim.name, ("adamw",)),  # the one optimiser train.py builds
     ]
     for key, value, valid in choices:
         if value not in valid:
