@@ -5,7 +5,7 @@ PYTHON  := $(VENV)/bin/python
 ARGS    ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-all lint format train sweep report evaluate bench clean clean-cache
+.PHONY: help install test test-all lint format train experiment sweep report neural_syntax prune_heads evaluate bench notebooks clean clean-cache
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -41,19 +41,33 @@ train: install ## train once: make train ARGS="model=gat graph=complete"
 evaluate: install ## evaluate a checkpoint: make evaluate ARGS="checkpoint=outputs/.../checkpoints/best.pt"
 	$(PYTHON) evaluate.py $(ARGS)
 
-SWEEP_DIR ?= multirun/all_graphs
-sweep: install ## every model x graph on ListOps (Hydra multirun, ~16 min on 2 cores), then the results table
-	$(PYTHON) train.py -m experiment=all_graphs model=gcn,gat,transformer graph=complete,tree,window,knn,none \
-		trainer.progress=false hydra.sweep.dir=$(SWEEP_DIR) $(ARGS)
-	$(PYTHON) -m tools.results_table $(SWEEP_DIR) --out $(SWEEP_DIR)/results.md --plot docs/figures/all_graphs_by_depth.png
+E ?= graph_choice
+experiment: install ## one essay experiment (conf/experiment/), then its tables and plots: make experiment E=heads
+	$(PYTHON) train.py -m experiment=$(E) $(ARGS)
+	$(MAKE) --no-print-directory report DIR=multirun/$(E) NAME=$(E)
 
-report: install ## tables + depth plot from a sweep: make report DIR=multirun/<sweep>
-	$(PYTHON) -m tools.results_table $(or $(DIR),$(SWEEP_DIR)) --out $(or $(DIR),$(SWEEP_DIR))/results.md \
-		--plot $(or $(DIR),$(SWEEP_DIR))/by_depth.png
+sweep: ## the README's main table: every model x graph on ListOps (= make experiment E=graph_choice, ~16 min)
+	$(MAKE) --no-print-directory experiment E=graph_choice
+
+NAME ?= $(notdir $(DIR))
+report: install ## tables + depth plot + training curves of a sweep -> docs/results/NAME.md, docs/figures/NAME_*.png
+	@test -n "$(DIR)" || { echo "error: give the sweep directory: make report DIR=multirun/<sweep>"; exit 2; }
+	$(PYTHON) -m tools.results_table $(DIR) --out docs/results/$(NAME).md \
+		--plot docs/figures/$(NAME)_by_depth.png --curves docs/figures/$(NAME)_curves.png
+
+neural_syntax: install ## train a Transformer on complete graphs, measure its attention against the gold trees
+	$(PYTHON) train.py experiment=neural_syntax $(ARGS)
+	$(PYTHON) -m tools.attention_syntax outputs/neural_syntax --out docs/results/neural_syntax
+
+prune_heads: install ## prune the heads of experiment=heads' 8-head model (make experiment E=heads first)
+	$(PYTHON) -m tools.prune_heads multirun/heads/3_heads8 --out docs/results/prune_heads $(ARGS)
 
 bench: install ## the hardware lottery: sparse vs dense per graph and n -> bench/results/ (~7 min on 2 cores)
 	$(PYTHON) -m bench.hardware_lottery $(ARGS)
 	$(PYTHON) -m bench.padding
+
+notebooks: install ## tutorials/*.py (jupytext percent scripts) -> tutorials/notebooks/*.ipynb (not committed)
+	$(VENV)/bin/jupytext --to notebooks//ipynb tutorials/[0-9][0-9]_*.py
 
 clean-cache: ## remove parsed text datasets and cached graphs (.cache/tagnn)
 	rm -rf .cache/tagnn

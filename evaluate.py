@@ -38,7 +38,7 @@ log = logging.getLogger("evaluate")
 def load_model(ckpt: dict, path: str = "checkpoint"):
     """Rebuild (model, vocab, construction, config) from a loaded checkpoint."""
     config, vocab = ckpt["config"], Vocab(ckpt["vocab"])
-    construction = make_construction(config["graph"], vocab, config["model"]["readout"])
+    construction = make_construction(config["graph"], vocab, config["model"])
     model = build_model(config["model"], len(vocab), int(ckpt["num_classes"]), construction)
     rows = ckpt["model"].get("embed.weight")
     if rows is None or rows.shape[0] != len(vocab):

@@ -32,7 +32,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
-from data.graphs import GRAPHS
+from data.graphs import GRAPHS, PE_GRAPHS
 from data.pipeline import DATASETS, SPLITS, GraphDataset, load_splits, make_construction, make_loader, num_classes_of
 from data.vocab import Vocab
 from engine.checkpoint import load_checkpoint, restore_rng, rng_state, save_checkpoint
@@ -173,6 +173,7 @@ def check_config(cfg: DictConfig) -> None:
         ("model.name", cfg.model.name, tuple(AGGREGATORS)),
         ("model.readout", cfg.model.readout, READOUTS),
         ("model.positional", cfg.model.positional, POSITIONAL),
+        ("model.pe_graph", cfg.model.get("pe_graph", "tree"), PE_GRAPHS),
         ("model.norm", cfg.model.norm, NORMS),
         ("model.impl", cfg.model.impl, IMPLS),
         ("device", cfg.device, DEVICES),
@@ -193,7 +194,7 @@ def check_config(cfg: DictConfig) -> None:
         value = OmegaConf.select(cfg, key)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{key} must be an integer >= 1, got {value!r}")
-    if cfg.model.name != "gcn" and cfg.model.hidden_dim % cfg.model.num_heads:
+    if cfg.model.name in ("gat", "transformer") and cfg.model.hidden_dim % cfg.model.num_heads:
         raise ValueError(
             f"model.hidden_dim={cfg.model.hidden_dim} must be divisible by model.num_heads={cfg.model.num_heads}"
         )
@@ -220,7 +221,7 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
     splits = load_splits(cfg.dataset, progress=cfg.trainer.progress)
     vocab = Vocab.build(splits["train"]["tokens"], min_freq=int(cfg.dataset.get("min_freq", 1)))
     num_classes = num_classes_of(cfg.dataset, splits)
-    construction = make_construction(cfg.graph, vocab, cfg.model.readout)
+    construction = make_construction(cfg.graph, vocab, cfg.model)
     cache = cfg.dataset.get("cache_dir")  # text datasets: parsed splits and their graphs on disk
     sets = {s: GraphDataset(splits[s], vocab, construction, s, cfg.trainer.progress, cache) for s in SPLITS}
     train_loader = make_loader(

@@ -491,7 +491,7 @@ def main(argv=None) -> int:
         "--threshold",
         type=float,
         default=None,
-        help="impl=auto's dense_min_density (default: the value in conf/model/<model>.yaml)",
+        help="impl=auto's dense_min_density (default: the value in conf/encoder/default.yaml)",
     )
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     p.add_argument("--train-examples", type=int, default=2000)
@@ -500,7 +500,7 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="tiny sizes: checks the script, measures nothing")
     args = p.parse_args(argv)
     if args.threshold is None:
-        with open(ROOT / "conf" / "model" / f"{args.model}.yaml") as f:
+        with open(ROOT / "conf" / "encoder" / "default.yaml") as f:  # every model's encoder settings
             args.threshold = float(yaml.safe_load(f)["dense_min_density"])
     device = torch.device(
         "cuda" if args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available()) else "cpu"

@@ -28,6 +28,8 @@ import dgl
 import torch
 
 GRAPHS = ("complete", "tree", "window", "knn", "none")
+STRUCTURAL_PE = ("lap_pe", "random_walk_pe")  # positional encodings computed from a graph, per sentence
+PE_GRAPHS = ("tree", "chain", "graph")  # which graph they are computed on
 
 Edges = tuple[torch.Tensor, torch.Tensor]
 
@@ -109,6 +111,51 @@ def knn_edges(x: torch.Tensor, sizes: list[int], k: int, self_loops: bool = True
     return src, dst
 
 
+def _undirected_simple(src: torch.Tensor, dst: torch.Tensor, n: int) -> torch.Tensor:
+    """The (n, n) 0/1 adjacency of the undirected graph behind ``src -> dst``, without self loops."""
+    a = torch.zeros(n, n, dtype=torch.float64)
+    a[dst, src] = 1.0
+    a = ((a + a.T) > 0).double()
+    a.fill_diagonal_(0.0)
+    return a
+
+
+def laplacian_pe(src: torch.Tensor, dst: torch.Tensor, n: int, k: int) -> torch.Tensor:
+    """(n, k) Laplacian eigenvector positions (Dwivedi et al., 2020): the eigenvectors of
+    ``L = I - D^-1/2 A D^-1/2`` with the k smallest non-trivial eigenvalues, zero-padded when n - 1 < k.
+
+    The same quantity as ``dgl.lap_pe(g, k, padding=True)`` (tests/test_graphs.py compares them), computed
+    with a dense symmetric eigensolver: exact and deterministic for sentence-sized graphs, where
+    ``dgl.lap_pe`` uses ARPACK with tolerance 1e-2 and a random start. An eigenvector's sign is
+    arbitrary; the one here makes its largest entry positive, and the model flips signs at random while
+    training (``models/encoder.py``) so it cannot rely on either.
+    On the path graph (``pe_graph=chain``) eigenvector k is ``sqrt(deg(i)) · cos(π k i / (n - 1))``:
+    cosines of the position, like the sinusoidal encoding, but with frequencies that grow linearly
+    in k and depend on the sentence length (tutorials/03_graphs_for_sentences.py derives it).
+    On trees, eigenvalues repeat (leaves of one operator share eigenvalue 1), so beyond the first
+    few columns the basis within a repeated eigenspace is arbitrary: the encoding is most
+    informative in its first columns.
+    """
+    a = _undirected_simple(src, dst, n)
+    d = a.sum(1).clamp(min=1).pow(-0.5)
+    lap = torch.eye(n, dtype=torch.float64) - d[:, None] * a * d[None, :]
+    _, vecs = torch.linalg.eigh(lap)  # ascending eigenvalues
+    vecs = vecs[:, 1 : k + 1]  # drop the trivial eigenvector
+    peak = vecs[vecs.abs().argmax(0), torch.arange(vecs.shape[1])]  # each vector's largest entry
+    vecs = vecs * torch.where(peak < 0, -1.0, 1.0).double()
+    out = torch.zeros(n, k, dtype=torch.float32)
+    out[:, : vecs.shape[1]] = vecs.float()
+    return out
+
+
+def random_walk_pe(src: torch.Tensor, dst: torch.Tensor, n: int, k: int) -> torch.Tensor:
+    """(n, k) random-walk positions (Dwivedi et al., 2022): the probability that a random walk on the
+    undirected graph returns to its start after 1..k steps, by ``dgl.random_walk_pe``."""
+    a = _undirected_simple(src, dst, n)
+    s, d = a.nonzero(as_tuple=True)
+    return dgl.random_walk_pe(dgl.graph((s, d), num_nodes=n), k).float()
+
+
 @dataclass
 class GraphConstruction:
     """A named construction with its settings: ``construction(tok_ids, heads) -> DGLGraph``.
@@ -124,10 +171,32 @@ class GraphConstruction:
     window: int = 2
     k: int = 4
     cls_id: int | None = None  # append a <cls> virtual node with this token id
+    pe: str | None = None  # lap_pe | random_walk_pe: store ndata['pe'] (n, pe_dim), zeros at <cls>
+    pe_dim: int = 8
+    pe_graph: str = "tree"  # the graph the positions come from: tree | chain (i - 1 -- i) | graph (this one)
 
     def __post_init__(self):
         if self.name not in GRAPHS:
             raise ValueError(f"unknown graph {self.name!r}; valid graphs: {', '.join(GRAPHS)}")
+        if self.pe is not None and self.pe not in STRUCTURAL_PE:
+            raise ValueError(f"unknown structural positional encoding {self.pe!r}; valid: {', '.join(STRUCTURAL_PE)}")
+        if self.pe_graph not in PE_GRAPHS:
+            raise ValueError(f"unknown model.pe_graph {self.pe_graph!r}; valid: {', '.join(PE_GRAPHS)}")
+        if self.pe is not None and self.pe_graph == "graph" and self.dynamic:
+            raise ValueError(
+                "model.pe_graph=graph cannot use graph=knn (its edges change every layer): use tree or chain"
+            )
+
+    def positions(self, n: int, heads: list[int] | None, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+        """The structural positional encoding (n, pe_dim) of one sentence."""
+        if self.pe_graph == "tree":
+            if heads is None:
+                raise ValueError(f"model.positional={self.pe} on the tree needs a tree; set model.pe_graph=chain")
+            src, dst = tree_edges(heads, self_loops=False)
+        elif self.pe_graph == "chain":
+            src, dst = torch.arange(n - 1), torch.arange(1, n)
+        compute = laplacian_pe if self.pe == "lap_pe" else random_walk_pe
+        return compute(src, dst, n, self.pe_dim)
 
     @property
     def dynamic(self) -> bool:
@@ -152,15 +221,19 @@ class GraphConstruction:
         tok, pos = torch.tensor(tok_ids, dtype=torch.long), torch.arange(n)
         root = torch.zeros(n, dtype=torch.bool)
         root[heads.index(-1) if heads is not None and -1 in heads else 0] = True
+        pe = self.positions(n, heads, src, dst) if self.pe is not None else None
         if self.cls_id is not None:
             cs, cd = cls_edges(n, self.self_loops)
             src, dst = torch.cat([src, cs]), torch.cat([dst, cd])
             tok = torch.cat([tok, torch.tensor([self.cls_id])])
             pos = torch.cat([pos, torch.tensor([-1])])
             root = torch.cat([root, torch.tensor([False])])
+            pe = None if pe is None else torch.cat([pe, torch.zeros(1, self.pe_dim)])
             n += 1
         g = dgl.graph((src, dst), num_nodes=n)
         g.ndata["tok"], g.ndata["pos"], g.ndata["root"] = tok, pos, root
+        if pe is not None:
+            g.ndata["pe"] = pe
         return g
 
     def rebuild(self, g: dgl.DGLGraph, h: torch.Tensor) -> dgl.DGLGraph:

@@ -21,7 +21,7 @@ from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 
 from data import listops
-from data.graphs import GRAPHS, GraphConstruction
+from data.graphs import GRAPHS, STRUCTURAL_PE, GraphConstruction
 from data.text import TEXT_DATASETS, load_text_splits
 from data.vocab import Vocab
 
@@ -71,16 +71,22 @@ def describe_example(ex: dict) -> dict:
     return {"length": len(ex["tokens"]), "group": ex["tokens"][0]}  # ListOps: the root operator
 
 
-def make_construction(graph_cfg: Mapping, vocab: Vocab, readout: str) -> GraphConstruction:
+def make_construction(graph_cfg: Mapping, vocab: Vocab, model_cfg: Mapping) -> GraphConstruction:
+    """The graph construction for ``graph_cfg``, with what the model needs on its graphs
+    (a ``<cls>`` node for ``readout=cls``; ``ndata['pe']`` for a structural positional encoding)."""
     name = graph_cfg["name"]
     if name not in GRAPHS:
         raise ValueError(f"unknown graph {name!r}; valid graphs: {', '.join(GRAPHS)}")
+    positional = model_cfg.get("positional", "none")
     return GraphConstruction(
         name=name,
         self_loops=bool(graph_cfg.get("self_loops", True)),
         window=int(graph_cfg.get("window", 2)),
         k=int(graph_cfg.get("k", 4)),
-        cls_id=vocab.cls_id if readout == "cls" else None,
+        cls_id=vocab.cls_id if model_cfg.get("readout", "mean") == "cls" else None,
+        pe=positional if positional in STRUCTURAL_PE else None,
+        pe_dim=int(model_cfg.get("pe_dim", 8)),
+        pe_graph=model_cfg.get("pe_graph", "tree"),
     )
 
 

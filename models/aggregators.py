@@ -41,6 +41,7 @@ class GCNAggregation(nn.Module):
         super().__init__()
         self.linear = nn.Linear(dim, dim)
         self.last_attention = None  # GCN has no attention to record
+        self.num_heads = 0
 
     def forward(self, g: dgl.DGLGraph, h: torch.Tensor) -> torch.Tensor:
         with g.local_scope():
@@ -69,6 +70,15 @@ class _MultiHeadAttention(nn.Module):
         self.attn_dropout = nn.Dropout(attn_dropout)
         self.record_attention = False  # set True to keep the weights (E, H) in last_attention
         self.last_attention = None
+        self.head_mask = None  # (H,) 0/1 per head: 0 silences a head (tools/prune_heads.py); None keeps all
+
+    def _mask_heads(self, agg: torch.Tensor, head_dim: int) -> torch.Tensor:
+        """``agg`` with the masked heads zeroed; heads are on dimension ``head_dim``."""
+        if self.head_mask is None:
+            return agg
+        shape = [1] * agg.dim()
+        shape[head_dim] = self.num_heads
+        return agg * self.head_mask.to(agg).view(shape)
 
     def aggregate(self, g: dgl.DGLGraph, scores: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
         """``scores`` (E, H, 1) on edges, ``values`` (N, H, d_h) on nodes -> (N, d)."""
@@ -79,14 +89,14 @@ class _MultiHeadAttention(nn.Module):
             g.srcdata["v"] = values  # (N, H, d_h)
             g.edata["a"] = self.attn_dropout(a)
             g.update_all(fn.u_mul_e("v", "a", "m"), fn.sum("m", "agg"))  # (N, H, d_h)
-            return self.out(g.dstdata["agg"].flatten(1))  # (N, d)
+            return self.out(self._mask_heads(g.dstdata["agg"], 1).flatten(1))  # (N, d)
 
     def aggregate_dense(self, scores: torch.Tensor, values: torch.Tensor, dg: DenseGraph) -> torch.Tensor:
         """``scores`` (B, H, n, n) for every pair, ``values`` (B, H, n, d_h) -> (B, n, d)."""
         a = torch.softmax(scores.masked_fill(~dg.mask()[:, None], float("-inf")), dim=-1)  # (B, H, n, n)
         if self.record_attention:
             self.last_attention = a.detach()  # dense: (B, H, n, n), row i = what node i attends to
-        agg = (self.attn_dropout(a) @ values).transpose(1, 2).flatten(2)  # (B, n, d)
+        agg = self._mask_heads(self.attn_dropout(a) @ values, 1).transpose(1, 2).flatten(2)  # (B, n, d)
         return self.out(agg * dg.has_incoming())  # a node with no incoming edge gets O(0), as in sparse
 
 
@@ -161,8 +171,61 @@ class DotProductAttention(_MultiHeadAttention):
         mask = None if dg.unmasked() else dg.mask()[:, None]  # (B, 1, n, n)
         dropout = self.attn_dropout.p if self.training else 0.0
         agg = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, scale=self.scale)
-        agg = agg.transpose(1, 2).flatten(2)  # (B, n, d)
+        agg = self._mask_heads(agg, 1).transpose(1, 2).flatten(2)  # (B, n, d)
         return self.out(agg if dg.adj is None else agg * dg.has_incoming())
 
 
-AGGREGATORS = {"gcn": GCNAggregation, "gat": GATAttention, "transformer": DotProductAttention}
+class PoolAggregation(nn.Module):
+    """Attention-free aggregation with a fixed reduction (GraphSAGE / GIN style):
+
+        sum   h_i' = W · Σ_{j∈N(i)} h_j          (GIN, Xu et al., 2019: as expressive as 1-WL)
+        mean  h_i' = W · mean_{j∈N(i)} h_j       (GraphSAGE-mean, Hamilton et al., 2017)
+        max   h_i' = W · max_{j∈N(i)} h_j        (element-wise, GraphSAGE-pool)
+
+    No scores, no softmax, no heads: every neighbour counts the same, whatever its content.
+    A node with no incoming edge gets ``W · 0`` (DGL's convention for empty reductions).
+    """
+
+    REDUCERS = {"sum": fn.sum, "mean": fn.mean, "max": fn.max}
+
+    def __init__(self, dim: int, num_heads: int = 1, attn_dropout: float = 0.0, reduce: str = "sum"):
+        super().__init__()
+        if reduce not in self.REDUCERS:
+            raise ValueError(f"unknown reduction {reduce!r}; valid: {', '.join(self.REDUCERS)}")
+        self.reduce, self.linear = reduce, nn.Linear(dim, dim)
+        self.last_attention, self.num_heads = None, 0
+
+    def forward(self, g: dgl.DGLGraph, h: torch.Tensor) -> torch.Tensor:
+        with g.local_scope():
+            g.ndata["h"] = h
+            g.update_all(fn.copy_u("h", "m"), self.REDUCERS[self.reduce]("m", "agg"))  # (N, d)
+            return self.linear(g.ndata["agg"])
+
+    def forward_dense(self, h: torch.Tensor, dg: DenseGraph) -> torch.Tensor:
+        adj = dg.adjacency()  # (B, n, n) adj[b, i, j]: an edge j -> i
+        if self.reduce == "max":  # (B, n, n, d) at once: fine at sentence lengths
+            msgs = h[:, None, :, :].masked_fill(~adj[..., None], float("-inf")).amax(2)  # (B, n, d)
+            agg = msgs.masked_fill(~dg.has_incoming().bool(), 0.0)
+        else:
+            a = adj.to(h.dtype)
+            agg = a @ h  # (B, n, d)
+            if self.reduce == "mean":
+                agg = agg / a.sum(-1, keepdim=True).clamp(min=1)
+        return self.linear(agg)
+
+
+def _pool(reduce: str):
+    def make(dim: int, num_heads: int = 1, attn_dropout: float = 0.0) -> PoolAggregation:
+        return PoolAggregation(dim, num_heads, attn_dropout, reduce=reduce)
+
+    return make
+
+
+AGGREGATORS = {
+    "gcn": GCNAggregation,
+    "gat": GATAttention,
+    "transformer": DotProductAttention,
+    "sum": _pool("sum"),
+    "mean": _pool("mean"),
+    "max": _pool("max"),
+}

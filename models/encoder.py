@@ -18,11 +18,12 @@ import dgl
 import torch
 from torch import nn
 
+from data.graphs import STRUCTURAL_PE
 from models.aggregators import AGGREGATORS
 from models.dense import DenseGraph, knn_adjacency, to_dense
 
 READOUTS = ("mean", "root", "cls")
-POSITIONAL = ("sinusoidal", "none")
+POSITIONAL = ("sinusoidal", "none") + STRUCTURAL_PE
 NORMS = ("pre", "post")
 IMPLS = ("sparse", "dense", "auto")
 
@@ -93,6 +94,8 @@ class GraphEncoder(nn.Module):
         readout: str = "mean",
         norm: str = "pre",
         share_weights: bool = False,
+        scaled: bool = True,
+        pe_dim: int = 8,
         graph=None,
         impl: str = "sparse",
         dense_min_density: float = 0.0,
@@ -111,9 +114,12 @@ class GraphEncoder(nn.Module):
         self.graph, self.impl, self.dense_min_density = graph, impl, dense_min_density
         self.embed = nn.Embedding(vocab_size, hidden_dim)
         self.embed_dropout = nn.Dropout(dropout)
+        # lap_pe / random_walk_pe arrive as ndata['pe'] (N, pe_dim), built with the graphs; a linear map to d
+        self.pe_proj = nn.Linear(pe_dim, hidden_dim) if positional in STRUCTURAL_PE else None
+        extra = {"scaled": scaled} if aggregator == "transformer" else {}
 
         def make_block():
-            agg = AGGREGATORS[aggregator](hidden_dim, num_heads=num_heads, attn_dropout=attn_dropout)
+            agg = AGGREGATORS[aggregator](hidden_dim, num_heads=num_heads, attn_dropout=attn_dropout, **extra)
             return Block(agg, hidden_dim, ffn, ffn_mult, dropout, norm)
 
         self.blocks = nn.ModuleList([make_block() for _ in range(1 if share_weights else num_layers)])
@@ -151,7 +157,24 @@ class GraphEncoder(nn.Module):
         h = self.embed(g.ndata["tok"].to(device))  # (N, d)
         if self.positional == "sinusoidal":
             h = h + sinusoidal_encoding(g.ndata["pos"].to(device), self.hidden_dim)
+        elif self.pe_proj is not None:
+            h = h + self.pe_proj(self.structural_pe(g).to(device))
         return self.embed_dropout(h)
+
+    def structural_pe(self, g: dgl.DGLGraph) -> torch.Tensor:
+        """``ndata['pe']`` (N, pe_dim); for lap_pe, while training, each eigenvector of each graph gets a
+        random sign (an eigenvector's sign is arbitrary: the model must not rely on it)."""
+        if "pe" not in g.ndata:
+            raise ValueError(
+                f"model.positional={self.positional} needs graphs built with it (ndata['pe']): "
+                "build them with data.pipeline.make_construction(graph_cfg, vocab, model_cfg)"
+            )
+        pe = g.ndata["pe"]
+        if self.positional == "lap_pe" and self.training:
+            sizes = g.batch_num_nodes().to(pe.device)
+            signs = torch.randint(0, 2, (len(sizes), pe.shape[1]), device=pe.device) * 2.0 - 1.0  # (B, k)
+            pe = pe * signs.repeat_interleave(sizes, dim=0)
+        return pe
 
     def node_states(self, g: dgl.DGLGraph) -> torch.Tensor:
         """Final node features (N, d), by message passing on ``g``."""
@@ -212,7 +235,8 @@ class GraphEncoder(nn.Module):
 
 
 def build_model(model_cfg, vocab_size: int, num_classes: int, construction=None) -> GraphEncoder:
-    """The encoder named by ``model.name`` (gcn | gat | transformer) with the config's sizes."""
+    """The encoder named by ``model.name`` (an aggregator of ``models.aggregators.AGGREGATORS``) with the
+    config's sizes."""
     if model_cfg["name"] not in AGGREGATORS:
         raise ValueError(f"unknown model {model_cfg['name']!r}; valid models: {', '.join(AGGREGATORS)}")
     return GraphEncoder(
@@ -230,6 +254,8 @@ def build_model(model_cfg, vocab_size: int, num_classes: int, construction=None)
         readout=model_cfg["readout"],
         norm=model_cfg["norm"],
         share_weights=bool(model_cfg["share_weights"]),
+        scaled=bool(model_cfg.get("scaled", True)),
+        pe_dim=int(model_cfg.get("pe_dim", 8)),
         graph=construction,
         impl=model_cfg.get("impl", "sparse"),
         dense_min_density=float(model_cfg.get("dense_min_density", 0.0)),

@@ -62,5 +62,5 @@ def test_every_group_composes(model):
     for graph in ("complete", "tree", "window", "knn", "none"):
         cfg = compose_config([f"model={model}", f"graph={graph}", "logger=none"])
         assert (cfg.model.name, cfg.graph.name) == (model, graph)
-    for preset in ("debug=tiny", "debug=overfit", "experiment=all_graphs"):
+    for preset in ("debug=tiny", "debug=overfit", "experiment=graph_choice"):
         assert compose_config([preset]).dataset.name == "listops"

@@ -102,7 +102,7 @@ def test_second_load_hits_the_caches(files, monkeypatch):
     assert second["test"]["tokens"] == first["test"]["tokens"] and second["train"]["heads"] == first["train"]["heads"]
 
     vocab = Vocab.build(second["train"]["tokens"])
-    construction = make_construction({"name": "tree"}, vocab, "mean")
+    construction = make_construction({"name": "tree"}, vocab, {"readout": "mean"})
     built = GraphDataset(second["test"], vocab, construction, "test", progress=False, cache_dir=files["cache"])
     monkeypatch.setattr(type(construction), "__call__", no_parsing)  # graphs must now come from the cache
     cached = GraphDataset(second["test"], vocab, construction, "test", progress=False, cache_dir=files["cache"])

@@ -1,26 +1,32 @@
-"""Collect ``results.json`` files under a directory into markdown tables (model x graph).
+"""Collect ``results.json`` files under a directory into markdown tables and plots.
 
-    python -m tools.results_table multirun/2026-11-22/20-00-00          # one sweep
+    python -m tools.results_table multirun/graph_choice                 # one sweep
+    python -m tools.results_table multirun/heads --plot depth.png --curves curves.png
     python -m tools.results_table multirun --out results.md             # every sweep below
 
-Cells are test accuracy (mean ± std over seeds when a cell has several runs); a second table
-gives training time and throughput; a third, accuracy by ListOps tree depth (``--plot`` draws it).
+Runs are told apart by their sweep overrides (``.hydra/overrides.yaml``: ``model=gat``,
+``model.num_heads=8``, ...); the settings that vary between runs are the table's factors.
+``graph`` becomes the columns when it varies, the other factors the rows; runs that differ only
+in ``seed`` are averaged (mean ± std). Tables: test accuracy, training time and throughput,
+accuracy by ListOps tree depth (``--plot`` draws it); ``--curves`` plots each run's training loss
+and validation accuracy by epoch from its ``metrics.csv``.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import statistics
 import sys
-from collections import defaultdict
 from pathlib import Path
 
-MODELS = ("gcn", "gat", "transformer")
+import yaml
+
+MODELS = ("gcn", "gat", "transformer", "sum", "mean", "max")
 GRAPHS = ("complete", "tree", "window", "knn", "none")
-
-
 DEEP = 5  # depths from here on are few per test split: pooled into one column
+NOT_FACTORS = ("experiment", "seed", "trainer.progress", "logger", "hparams_search", "cluster")  # not compared
 
 
 def _depth_buckets(r: dict) -> dict[str, tuple[int, float]]:
@@ -32,14 +38,65 @@ def _depth_buckets(r: dict) -> dict[str, tuple[int, float]]:
     return {k: (sum(n for n, _ in vs), sum(n * a for n, a in vs) / sum(n for n, _ in vs)) for k, vs in pooled.items()}
 
 
+def _settings(run_dir: Path, r: dict) -> dict[str, str]:
+    """The run's command-line overrides as ``{key: value}``, plus its model and graph."""
+    settings = {"model": r.get("model", "?"), "graph": r.get("graph", "?")}
+    path = run_dir / ".hydra" / "overrides.yaml"
+    if path.is_file():
+        for item in yaml.safe_load(path.read_text()) or []:
+            key, _, value = str(item).lstrip("+~").partition("=")
+            if not key.startswith("hydra.") and key not in NOT_FACTORS:
+                settings[key] = value
+    return settings
+
+
 def collect(root: Path) -> list[dict]:
+    """Every run below ``root``, with ``_factors``: the settings that vary between the runs."""
     runs = []
-    for path in sorted(root.rglob("results.json")):
+
+    def job_order(path: Path):  # Hydra names sweep jobs <num>_...: sort 2 before 10
+        num = path.parent.name.split("_")[0]
+        return (str(path.parent.parent), int(num) if num.isdigit() else -1, str(path))
+
+    for path in sorted(root.rglob("results.json"), key=job_order):
         with open(path) as f:
             r = json.load(f)
-        r["_path"] = str(path.parent)
+        r["_path"], r["_settings"] = str(path.parent), _settings(path.parent, r)
         runs.append(r)
+    keys = list(dict.fromkeys(k for r in runs for k in r["_settings"]))
+    varying = [k for k in keys if len({r["_settings"].get(k, "–") for r in runs}) > 1]
+    for r in runs:
+        r["_factors"] = {k: r["_settings"].get(k, "–") for k in varying}
     return runs
+
+
+def _sort_key(value: str, known=(), seen=()):
+    """Known names in their usual order, then numbers by value, then other values as the sweep ran them."""
+    if value in known:
+        return (0, known.index(value), "")
+    try:
+        return (1, float(value), "")
+    except ValueError:
+        return (2, seen.index(value) if value in seen else len(seen), value)
+
+
+def _layout(runs: list[dict]) -> tuple[list[str], list[tuple], list[str]]:
+    """(row factor names, row keys, column values): graphs are columns when they vary."""
+    factors = list(runs[0]["_factors"]) if runs else []
+    row_factors = [f for f in factors if f != "graph"] or (["model"] if "graph" in factors else [])
+    known = {"model": MODELS, "graph": GRAPHS}
+    seen = {f: list(dict.fromkeys(r["_settings"].get(f, "–") for r in runs)) for f in row_factors}
+    rows = sorted(
+        {tuple(r["_settings"].get(f, "–") for f in row_factors) for r in runs},
+        key=lambda key: [_sort_key(v, known.get(f, ()), seen[f]) for f, v in zip(row_factors, key)],
+    )
+    cols = sorted({r["graph"] for r in runs}, key=lambda g: _sort_key(g, GRAPHS)) if "graph" in factors else []
+    return row_factors, rows, cols
+
+
+def label(r: dict) -> str:
+    """A run's name in plots: its varying settings, short."""
+    return ", ".join(f"{k.split('.')[-1]}={v}" if k not in ("model", "graph") else v for k, v in r["_factors"].items())
 
 
 def _cell(values: list[float], fmt: str) -> str:
@@ -50,59 +107,83 @@ def _cell(values: list[float], fmt: str) -> str:
     return f"{fmt.format(statistics.mean(values))} ± {fmt.format(statistics.stdev(values))} (n={len(values)})"
 
 
-def _order(names, known):
-    return [n for n in known if n in names] + sorted(n for n in names if n not in known)
-
-
 def tables(runs: list[dict]) -> str:
-    by = defaultdict(list)
-    for r in runs:
-        by[(r["model"], r["graph"])].append(r)
-    models = _order({m for m, _ in by}, MODELS)
-    graphs = _order({g for _, g in by}, GRAPHS)
+    row_factors, rows, cols = _layout(runs)
+
+    def runs_at(row, col=None):
+        return [
+            r
+            for r in runs
+            if tuple(r["_settings"].get(f, "–") for f in row_factors) == row and (col is None or r["graph"] == col)
+        ]
+
     out = []
+    head = ", ".join(row_factors) or "run"
 
     def grid(title, value, fmt):
         out.append(f"**{title}**\n")
-        out.append("| model \\ graph | " + " | ".join(graphs) + " |")
-        out.append("|---|" + "---|" * len(graphs))
-        for m in models:
-            out.append(f"| {m} | " + " | ".join(_cell([value(r) for r in by[(m, g)]], fmt) for g in graphs) + " |")
+        columns = cols or [title.split(" (")[0].lower()]
+        out.append(f"| {head} \\ graph | " + " | ".join(columns) + " |" if cols else f"| {head} | {columns[0]} |")
+        out.append("|---|" + "---|" * len(columns))
+        for row in rows:
+            cells = [_cell([value(r) for r in runs_at(row, c)], fmt) for c in (cols or [None])]
+            out.append(f"| {', '.join(row) or 'all'} | " + " | ".join(cells) + " |")
         out.append("")
 
     grid("Test accuracy", lambda r: r["test_acc"], "{:.3f}")
+    if all("best_val_acc" in r for r in runs):
+        grid("Best validation accuracy", lambda r: r["best_val_acc"], "{:.3f}")
     grid("Training time (s)", lambda r: r["train_seconds"], "{:.0f}")
     grid("Training throughput (examples/s)", lambda r: r["examples_per_second"], "{:.0f}")
     if any(r.get("test_by_depth") for r in runs):
         out.append(f"**Test accuracy by tree depth** (depths {DEEP}+ pooled; n = test examples)\n")
         counts = _depth_buckets(next(r for r in runs if r.get("test_by_depth")))
-        out.append("| model | graph | " + " | ".join(f"{b} (n={n})" for b, (n, _) in counts.items()) + " |")
-        out.append("|---|---|" + "---|" * len(counts))
-        for m in models:
-            for g in graphs:
-                rs = [_depth_buckets(r) for r in by[(m, g)] if r.get("test_by_depth")]
+        names = row_factors + (["graph"] if cols else [])
+        out.append(
+            f"| {' | '.join(names) or 'run'} | " + " | ".join(f"{b} (n={n})" for b, (n, _) in counts.items()) + " |"
+        )
+        out.append("|---|" + "---|" * (len(names) - 1 + len(counts)))
+        for row in rows:
+            for c in cols or [None]:
+                rs = [_depth_buckets(r) for r in runs_at(row, c) if r.get("test_by_depth")]
                 if rs:
                     cells = [_cell([b[k][1] for b in rs if k in b], "{:.2f}") for k in counts]
-                    out.append(f"| {m} | {g} | " + " | ".join(cells) + " |")
+                    out.append(f"| {' | '.join(list(row) + ([c] if c else [])) or 'all'} | " + " | ".join(cells) + " |")
         out.append("")
     devices = sorted({r.get("device", "?") for r in runs})
     out.append(f"{len(runs)} runs, device {', '.join(devices)}, epochs {sorted({r['epochs'] for r in runs})}.")
     return "\n".join(out)
 
 
-def plot_by_depth(runs: list[dict], path: Path) -> Path:
-    """One panel per model, one line per graph: test accuracy against ListOps tree depth."""
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    models = _order({r["model"] for r in runs}, MODELS)
-    graphs = _order({r["graph"] for r in runs}, GRAPHS)
-    fig, axes = plt.subplots(1, len(models), figsize=(4.2 * len(models), 3.6), sharey=True, squeeze=False)
-    for ax, m in zip(axes[0], models):
-        for g in graphs:
-            rs = [r for r in runs if (r["model"], r["graph"]) == (m, g) and r.get("test_by_depth")]
+    return plt
+
+
+def plot_by_depth(runs: list[dict], path: Path) -> Path:
+    """Test accuracy against ListOps tree depth: one line per graph and one panel per row of the
+    table when graphs vary, else one line per run."""
+    plt = _pyplot()
+    row_factors, rows, cols = _layout(runs)
+    panels = rows if cols else [None]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), sharey=True, squeeze=False)
+    for ax, row in zip(axes[0], panels):
+        lines = cols if cols else sorted({label(r) for r in runs}, key=lambda s: [_sort_key(v) for v in s.split("=")])
+        for line in lines:
+            rs = [
+                r
+                for r in runs
+                if r.get("test_by_depth")
+                and (
+                    (tuple(r["_settings"].get(f, "–") for f in row_factors) == row and r["graph"] == line)
+                    if cols
+                    else label(r) == line
+                )
+            ]
             if not rs:
                 continue
             depths = sorted({int(d) for r in rs for d in r["test_by_depth"]})
@@ -110,11 +191,35 @@ def plot_by_depth(runs: list[dict], path: Path) -> Path:
                 statistics.mean(r["test_by_depth"][str(d)]["acc"] for r in rs if str(d) in r["test_by_depth"])
                 for d in depths
             ]
-            ax.plot(depths, accs, marker="o", label=g)
-        ax.set(title=m, xlabel="tree depth (operators on the longest path)")
+            ax.plot(depths, accs, marker="o", label=line or "all")
+        ax.set(title=", ".join(row) if row else "", xlabel="tree depth (operators on the longest path)")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("test accuracy")
-    axes[0][-1].legend(title="graph")
+    axes[0][-1].legend(title="graph" if cols else None, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_curves(runs: list[dict], path: Path) -> Path:
+    """Training loss and validation accuracy by epoch, one line per run (from ``metrics.csv``)."""
+    plt = _pyplot()
+    fig, (loss_ax, acc_ax) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for r in sorted(runs, key=label):
+        metrics = Path(r["_path"]) / "metrics.csv"
+        if not metrics.is_file():
+            continue
+        with open(metrics) as f:
+            rows = list(csv.DictReader(f))
+        epochs = [int(m["epoch"]) for m in rows]
+        loss_ax.plot(epochs, [float(m["train_loss"]) for m in rows], label=label(r) or "run")
+        acc_ax.plot(epochs, [float(m["val_acc"]) for m in rows], label=label(r) or "run")
+    loss_ax.set(xlabel="epoch", ylabel="training loss")
+    acc_ax.set(xlabel="epoch", ylabel="validation accuracy")
+    for ax in (loss_ax, acc_ax):
+        ax.grid(alpha=0.3)
+    acc_ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -126,6 +231,7 @@ def main(argv=None) -> int:
     parser.add_argument("root", type=Path, help="a directory holding results.json files (searched recursively)")
     parser.add_argument("--out", type=Path, help="also write the tables to this markdown file")
     parser.add_argument("--plot", type=Path, help="also save accuracy by tree depth as this PNG")
+    parser.add_argument("--curves", type=Path, help="also save training curves (loss, val accuracy) as this PNG")
     args = parser.parse_args(argv)
     if not args.root.exists():
         print(f"error: {args.root} does not exist; run a sweep first (make sweep)", file=sys.stderr)
@@ -140,6 +246,8 @@ def main(argv=None) -> int:
         args.out.write_text(text + "\n")
     if args.plot:
         print(f"saved {plot_by_depth(runs, args.plot)}")
+    if args.curves:
+        print(f"saved {plot_curves(runs, args.curves)}")
     return 0
 
 

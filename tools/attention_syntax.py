@@ -1,0 +1,292 @@
+"""Does attention find the syntax tree? Per layer and head of a trained attention model:
+
+  mass    the share of a token's attention that lands on its tree neighbours (parent and children),
+          averaged over tokens; the uniform-attention baseline is  #neighbours / #tokens attended;
+  parent  how often the most-attended other token is the token's parent in the gold tree
+          (Clark et al., 2019: "the most-attended-to word is the predicted head"; their best BERT head
+          scored 34.7% against 26.7% for the best fixed-offset baseline);
+  child   how often the most-attended other token is one of the token's children.
+
+The baselines use position only: "parent = the token at offset k" for the best k. A token's own
+self loop is left out of the argmax (attending to oneself says nothing about syntax), and so is
+the ``<cls>`` node.
+
+    python -m tools.attention_syntax outputs/neural_syntax                 # a run dir or a .pt file
+    python -m tools.attention_syntax RUN --split val --max-examples 500 --out DIR
+
+Writes ``syntax.json``, ``syntax_heads.png`` (layer x head heat maps) and ``syntax_example.png``
+(one sentence's attention per layer and head, gold tree edges marked) to ``RUN/syntax`` or ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from engine.io import write_json
+from tools.common import Run
+
+OFFSETS = [o for o in range(-12, 13) if o != 0]
+
+
+def record_attention(model) -> list:
+    """Make every attention aggregator keep its weights; returns the list each forward fills,
+    one (E, H) tensor per layer in order (a shared block records once per layer it runs).
+    Calling it again on the same model returns the same list."""
+    if hasattr(model, "_attention_records"):
+        return model._attention_records
+    records = model._attention_records = []
+    for block in model.blocks:
+        agg = block.aggregator
+        if not hasattr(agg, "record_attention"):
+            raise ValueError(f"model {type(agg).__name__} has no attention to analyse: use gat or transformer")
+        agg.record_attention = True
+        agg.register_forward_hook(lambda module, args, out: records.append(module.last_attention))
+    return records
+
+
+def parents_of(g, heads: list[list[int]]) -> torch.Tensor:
+    """(N,) the parent node of each node of the batched graph, -1 for roots and <cls>."""
+    parent = torch.full((g.num_nodes(),), -1, dtype=torch.long)
+    offset = 0
+    for n, h in zip(g.batch_num_nodes().tolist(), heads):
+        h = torch.tensor(h, dtype=torch.long)
+        parent[offset : offset + len(h)] = torch.where(h >= 0, h + offset, -1)
+        offset += n
+    return parent
+
+
+def head_scores(attn: torch.Tensor, src, dst, parent, is_token) -> dict[str, torch.Tensor]:
+    """Per head (H,) sums and counts for one layer of one batch; ``attn`` is (E, H)."""
+    n = len(parent)
+    tree_edge = ((parent[dst] == src) | (parent[src] == dst)) & (src != dst)  # (E,)
+    mass = torch.zeros(n, attn.shape[1]).index_add_(0, dst, attn * tree_edge[:, None])  # (N, H)
+    has_nbr = torch.zeros(n, dtype=torch.bool)
+    has_nbr[dst[tree_edge]] = True
+    # the most-attended other token: the best edge per (dst, head), self loops and <cls> left out
+    candidate = (src != dst) & is_token[src]
+    scores = attn.masked_fill(~candidate[:, None], -1.0)
+    best = torch.full((n, attn.shape[1]), -1.0).scatter_reduce(0, dst[:, None].expand_as(scores), scores, "amax")
+    is_best = (scores == best[dst]) & candidate[:, None]  # (E, H); ties: the lowest source index
+    pick = torch.where(is_best, src[:, None], n).to(torch.long)
+    pred = torch.full((n, attn.shape[1]), n, dtype=torch.long).scatter_reduce(
+        0, dst[:, None].expand_as(pick), pick, "amin"
+    )  # (N, H) predicted neighbour, n if none
+    has_parent = is_token & (parent >= 0)
+    children = torch.zeros(n, dtype=torch.long).index_add_(0, parent.clamp(min=0), has_parent.long())
+    has_child = is_token & (children > 0)
+    pred_parent = torch.cat([parent, torch.tensor([-2])])[pred]  # parent of the predicted token
+    return {
+        "mass": mass[is_token & has_nbr].sum(0),
+        "mass_n": (is_token & has_nbr).sum(),
+        "parent": (pred == parent[:, None])[has_parent].sum(0),
+        "parent_n": has_parent.sum(),
+        "child": (pred_parent == torch.arange(n)[:, None])[has_child].sum(0),
+        "child_n": has_child.sum(),
+        "uniform": (
+            torch.zeros(n).index_add_(0, dst, tree_edge.float())
+            / torch.zeros(n).index_add_(0, dst, torch.ones_like(dst, dtype=torch.float)).clamp(min=1)
+        )[is_token & has_nbr].sum(),
+    }
+
+
+def offset_baselines(heads: list[list[int]]) -> dict:
+    """Position-only predictors: accuracy of "parent = i + k" and "a child = i + k" for each offset k."""
+    parent_hits, child_hits = np.zeros(len(OFFSETS)), np.zeros(len(OFFSETS))
+    n_parent = n_child = 0
+    for h in heads:
+        children = [set() for _ in h]
+        for i, p in enumerate(h):
+            if p >= 0:
+                children[p].add(i)
+        for i, p in enumerate(h):
+            if p >= 0:
+                n_parent += 1
+                parent_hits += [i + o == p for o in OFFSETS]
+            if children[i]:
+                n_child += 1
+                child_hits += [i + o in children[i] for o in OFFSETS]
+    parent_acc, child_acc = parent_hits / max(1, n_parent), child_hits / max(1, n_child)
+    return {
+        "parent": {"offset": OFFSETS[int(parent_acc.argmax())], "acc": float(parent_acc.max())},
+        "child": {"offset": OFFSETS[int(child_acc.argmax())], "acc": float(child_acc.max())},
+    }
+
+
+@torch.no_grad()
+def analyse(run: Run, split: str = "test", max_examples: int | None = 1000, batch_size: int = 128) -> dict:
+    model = run.model
+    model.impl = "sparse"  # DGL message passing: the weights come per edge
+    records = record_attention(model)
+    ds = run.split(split, max_examples)
+    if "heads" not in ds.column_names:
+        raise ValueError(f"{run.config['dataset']['name']} has no trees to compare with")
+    heads = ds["heads"]
+    totals: dict[str, torch.Tensor] = {}
+    correct = start = 0
+    for g, y in run.batches(ds, batch_size):
+        records.clear()
+        correct += (model(g).argmax(-1) == y).sum().item()
+        src, dst = g.edges()
+        parent = parents_of(g, heads[start : start + g.batch_size])
+        is_token = g.ndata["pos"] >= 0
+        for layer, attn in enumerate(records):
+            for key, value in head_scores(attn, src, dst, parent, is_token).items():
+                totals[(layer, key)] = totals.get((layer, key), 0) + value
+        start += g.batch_size
+    layers = len(records)
+
+    def grid(key):
+        return [(totals[(ly, key)] / totals[(ly, key + "_n")].clamp(min=1)).tolist() for ly in range(layers)]
+
+    mass, parent, child = grid("mass"), grid("parent"), grid("child")
+    uniform = float(totals[(0, "uniform")] / totals[(0, "mass_n")].clamp(min=1))
+    best = max(((ly, hd) for ly in range(layers) for hd in range(len(parent[0]))), key=lambda lh: parent[lh[0]][lh[1]])
+    return {
+        "checkpoint": str(run.path),
+        "model": run.config["model"]["name"],
+        "graph": run.config["graph"]["name"],
+        "split": split,
+        "examples": len(ds),
+        "accuracy": correct / len(ds),
+        "mass_on_tree": mass,
+        "parent_acc": parent,
+        "child_acc": child,
+        "uniform_mass_baseline": uniform,
+        "offset_baselines": offset_baselines(heads),
+        "best_parent_head": {"layer": best[0] + 1, "head": best[1] + 1, "acc": parent[best[0]][best[1]]},
+        "best_mass_head": max(
+            ({"layer": ly + 1, "head": hd + 1, "mass": m} for ly, row in enumerate(mass) for hd, m in enumerate(row)),
+            key=lambda d: d["mass"],
+        ),
+    }
+
+
+def format_report(r: dict) -> str:
+    heads = len(r["parent_acc"][0])
+    lines = [
+        f"{r['model']} on {r['graph']} graphs, {r['examples']} {r['split']} examples (accuracy {r['accuracy']:.3f})",
+        "",
+        "| layer | " + " | ".join(f"head {h + 1}: mass / parent / child" for h in range(heads)) + " |",
+        "|---|" + "---|" * heads,
+    ]
+    for ly in range(len(r["parent_acc"])):
+        cells = [
+            f"{r['mass_on_tree'][ly][h]:.2f} / {r['parent_acc'][ly][h]:.2f} / {r['child_acc'][ly][h]:.2f}"
+            for h in range(heads)
+        ]
+        lines.append(f"| {ly + 1} | " + " | ".join(cells) + " |")
+    b, off = r["best_parent_head"], r["offset_baselines"]
+    lines += [
+        "",
+        f"best head for parent: layer {b['layer']} head {b['head']}, {b['acc']:.1%}; "
+        f"best fixed offset: {off['parent']['offset']:+d}, {off['parent']['acc']:.1%}",
+        f"best head for a child: {max(max(row) for row in r['child_acc']):.1%}; "
+        f"best fixed offset: {off['child']['offset']:+d}, {off['child']['acc']:.1%}",
+        f"most attention on tree neighbours: layer {r['best_mass_head']['layer']} head {r['best_mass_head']['head']}, "
+        f"{r['best_mass_head']['mass']:.1%}; uniform attention would put {r['uniform_mass_baseline']:.1%} there",
+    ]
+    return "\n".join(lines)
+
+
+def plot_heads(r: dict, path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [
+        ("mass_on_tree", f"attention mass on tree neighbours\n(uniform: {r['uniform_mass_baseline']:.2f})"),
+        ("parent_acc", f"most-attended = parent\n(best offset: {r['offset_baselines']['parent']['acc']:.2f})"),
+        ("child_acc", f"most-attended = a child\n(best offset: {r['offset_baselines']['child']['acc']:.2f})"),
+    ]
+    layers, heads = len(r["parent_acc"]), len(r["parent_acc"][0])
+    fig, axes = plt.subplots(1, 3, figsize=(3.6 * 3 + 0.5 * heads, 0.5 * layers + 2.4))
+    for ax, (key, title) in zip(axes, panels):
+        data = np.array(r[key])
+        im = ax.imshow(data, cmap="viridis", vmin=0, vmax=1, aspect="auto")
+        for (i, j), v in np.ndenumerate(data):
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="w" if v < 0.6 else "k")
+        ax.set_title(title, fontsize=9)
+        ax.set(xlabel="head", ylabel="layer")
+        ax.set_xticks(range(heads), [str(h + 1) for h in range(heads)])
+        ax.set_yticks(range(layers), [str(ly + 1) for ly in range(layers)])
+    fig.colorbar(im, ax=axes, shrink=0.8)
+    fig.suptitle(f"{r['model']} on {r['graph']} graphs: does attention follow the tree?", fontsize=10, y=1.04)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+@torch.no_grad()
+def plot_example(run: Run, path: Path, split: str = "test", min_len: int = 10, max_len: int = 18) -> Path:
+    """One sentence's attention matrices, a panel per layer and head; white dots mark gold tree edges."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ds = run.split(split)
+    index = next((i for i, t in enumerate(ds["tokens"]) if min_len <= len(t) <= max_len), 0)
+    ex = ds.select([index])
+    records = record_attention(run.model)
+    records.clear()
+    (g, _), *_ = run.batches(ex, 1)
+    run.model(g)
+    src, dst = g.edges()
+    tokens, heads = ex["tokens"][0], ex["heads"][0]
+    n = len(tokens)
+    layers, num_heads = len(records), records[0].shape[1]
+    fig, axes = plt.subplots(layers, num_heads, figsize=(2.3 * num_heads, 2.3 * layers), squeeze=False)
+    for ly, attn in enumerate(records):
+        for hd in range(num_heads):
+            mat = torch.zeros(g.num_nodes(), g.num_nodes())
+            mat[dst, src] = attn[:, hd]
+            ax = axes[ly][hd]
+            ax.imshow(mat[:n, :n], cmap="magma", vmin=0, vmax=1)
+            kids = [(i, p) for i, p in enumerate(heads) if p >= 0]
+            ax.scatter([p for i, p in kids], [i for i, p in kids], s=6, c="cyan", marker="o", label="parent")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if ly == layers - 1:
+                ax.set_xticks(range(n), tokens, rotation=90, fontsize=5)
+            if hd == 0:
+                ax.set_yticks(range(n), tokens, fontsize=5)
+                ax.set_ylabel(f"layer {ly + 1}", fontsize=8)
+            if ly == 0:
+                ax.set_title(f"head {hd + 1}", fontsize=8)
+    fig.suptitle("row i: where token i attends; cyan dots: its parent in the gold tree", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run", help="a run directory (with checkpoints/best.pt) or a checkpoint file")
+    parser.add_argument("--split", default="test", help="train | val | test (default test)")
+    parser.add_argument("--max-examples", type=int, default=1000)
+    parser.add_argument("--out", type=Path, help="where to write (default RUN/syntax)")
+    args = parser.parse_args(argv)
+    try:
+        run = Run.load(args.run)
+        result = analyse(run, args.split, args.max_examples)
+        out = args.out or (Path(args.run) if Path(args.run).is_dir() else run.path.parent.parent) / "syntax"
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(out / "syntax.json", result)
+        print(format_report(result))
+        print(f"saved {plot_heads(result, out / 'syntax_heads.png')}")
+        print(f"saved {plot_example(run, out / 'syntax_example.png', args.split)}")
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""What the analysis tools share: a trained run, its model and one split's batches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import datasets
+import torch
+
+from data.pipeline import GraphDataset, load_splits, make_loader
+from engine.checkpoint import load_checkpoint
+
+
+def find_checkpoint(path: str | Path) -> Path:
+    """A checkpoint file, or a run directory holding ``checkpoints/best.pt``."""
+    path = Path(path)
+    if path.is_dir():
+        best = path / "checkpoints" / "best.pt"
+        if not best.is_file():
+            raise FileNotFoundError(f"no checkpoints/best.pt in {path}: pass a run directory train.py wrote")
+        return best
+    return path
+
+
+@dataclass
+class Run:
+    """A trained model with the data it was trained on, rebuilt from its checkpoint."""
+
+    path: Path
+    model: torch.nn.Module
+    config: dict
+    vocab: object
+    construction: object
+    num_classes: int
+
+    @classmethod
+    def load(cls, path: str | Path) -> Run:
+        from evaluate import load_model  # evaluate imports train: keep it off this module's import path
+
+        ckpt_path = find_checkpoint(path)
+        ckpt = load_checkpoint(ckpt_path)
+        model, vocab, construction, config = load_model(ckpt, str(ckpt_path))
+        model.eval()
+        return cls(ckpt_path, model, config, vocab, construction, int(ckpt["num_classes"]))
+
+    def split(self, name: str, max_examples: int | None = None) -> datasets.Dataset:
+        if name not in ("train", "val", "test"):
+            raise ValueError(f"unknown split {name!r}; valid: train, val, test")
+        ds = load_splits(self.config["dataset"], progress=False)[name]
+        return ds.select(range(min(len(ds), max_examples))) if max_examples else ds
+
+    def batches(self, ds: datasets.Dataset, batch_size: int = 256) -> list:
+        """``[(batched graph, labels), ...]`` in dataset order, built once (tools evaluate many times)."""
+        data = GraphDataset(ds, self.vocab, self.construction, desc="analysis", progress=False)
+        return list(make_loader(data, batch_size, shuffle=False))
+
+
+@torch.no_grad()
+def accuracy(model: torch.nn.Module, batches: list) -> float:
+    model.eval()
+    correct = total = 0
+    for g, y in batches:
+        correct += (model(g).argmax(-1) == y).sum().item()
+        total += len(y)
+    return correct / max(1, total)
