@@ -42,18 +42,17 @@ evaluate: install ## evaluate a checkpoint: make evaluate ARGS="checkpoint=outpu
 	$(PYTHON) evaluate.py $(ARGS)
 
 E ?= graph_choice
-experiment: install ## one essay experiment (conf/experiment/), then its tables and plots: make experiment E=heads
+experiment: install ## one essay experiment (conf/experiment/) -> docs/results/E.md, docs/figures/E_*.png: make experiment E=heads
 	$(PYTHON) train.py -m experiment=$(E) $(ARGS)
-	$(MAKE) --no-print-directory report DIR=multirun/$(E) NAME=$(E)
+	$(PYTHON) -m tools.results_table multirun/$(E) --out docs/results/$(E).md \
+		--plot docs/figures/$(E)_by_depth.png --curves docs/figures/$(E)_curves.png
 
 sweep: ## the README's main table: every model x graph on ListOps (= make experiment E=graph_choice, ~16 min)
 	$(MAKE) --no-print-directory experiment E=graph_choice
 
-NAME ?= $(notdir $(DIR))
-report: install ## tables + depth plot + training curves of a sweep -> docs/results/NAME.md, docs/figures/NAME_*.png
+report: install ## tables, depth plot, training curves of any sweep: make report DIR=multirun/<sweep> -> DIR/results.md ...
 	@test -n "$(DIR)" || { echo "error: give the sweep directory: make report DIR=multirun/<sweep>"; exit 2; }
-	$(PYTHON) -m tools.results_table $(DIR) --out docs/results/$(NAME).md \
-		--plot docs/figures/$(NAME)_by_depth.png --curves docs/figures/$(NAME)_curves.png
+	$(PYTHON) -m tools.results_table $(DIR) --out $(DIR)/results.md --plot $(DIR)/by_depth.png --curves $(DIR)/curves.png
 
 neural_syntax: install ## train a Transformer on complete graphs, measure its attention against the gold trees
 	$(PYTHON) train.py experiment=neural_syntax $(ARGS)

@@ -30,7 +30,7 @@ def epoch_rows(out_dir):
 
 
 @pytest.mark.parametrize("graph", ["complete", "tree", "window", "knn", "none"])
-@pytest.mark.parametrize("model", ["gcn", "gat", "transformer"])
+@pytest.mark.parametrize("model", ["gcn", "gat", "transformer", "sum", "mean", "max"])
 def test_every_model_and_graph_trains(model, graph, tmp_path, tiny_overrides):
     cfg = compose_config(tiny_overrides + [f"model={model}", f"graph={graph}", "trainer.max_epochs=3", "optim.lr=3e-3"])
     results = run(cfg, tmp_path)

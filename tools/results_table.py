@@ -25,6 +25,7 @@ import yaml
 
 MODELS = ("gcn", "gat", "transformer", "sum", "mean", "max")
 GRAPHS = ("complete", "tree", "window", "knn", "none")
+MIN_DEPTH_EXAMPLES = 10  # the depth plot leaves out depths rarer than this in the test split
 DEEP = 5  # depths from here on are few per test split: pooled into one column
 NOT_FACTORS = ("experiment", "seed", "trainer.progress", "logger", "hparams_search", "cluster")  # not compared
 
@@ -186,13 +187,18 @@ def plot_by_depth(runs: list[dict], path: Path) -> Path:
             ]
             if not rs:
                 continue
-            depths = sorted({int(d) for r in rs for d in r["test_by_depth"]})
+            depths = sorted(  # depths with too few test examples are noise: left out
+                {int(d) for r in rs for d, v in r["test_by_depth"].items() if v["n"] >= MIN_DEPTH_EXAMPLES}
+            )
             accs = [
                 statistics.mean(r["test_by_depth"][str(d)]["acc"] for r in rs if str(d) in r["test_by_depth"])
                 for d in depths
             ]
             ax.plot(depths, accs, marker="o", label=line or "all")
-        ax.set(title=", ".join(row) if row else "", xlabel="tree depth (operators on the longest path)")
+        ax.set(
+            title=", ".join(row) if row else "",
+            xlabel=f"tree depth (depths with >= {MIN_DEPTH_EXAMPLES} test examples)",
+        )
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("test accuracy")
     axes[0][-1].legend(title="graph" if cols else None, fontsize=8)
