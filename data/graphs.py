@@ -182,9 +182,10 @@ class GraphConstruction:
             raise ValueError(f"unknown structural positional encoding {self.pe!r}; valid: {', '.join(STRUCTURAL_PE)}")
         if self.pe_graph not in PE_GRAPHS:
             raise ValueError(f"unknown model.pe_graph {self.pe_graph!r}; valid: {', '.join(PE_GRAPHS)}")
-        if self.pe is not None and self.pe_graph == "graph" and self.dynamic:
+        if self.pe is not None and self.pe_graph == "graph" and self.name in ("knn", "none"):
             raise ValueError(
-                "model.pe_graph=graph cannot use graph=knn (its edges change every layer): use tree or chain"
+                f"model.pe_graph=graph cannot use graph={self.name} (knn's edges change every layer; none has "
+                "no edges to encode): use model.pe_graph=tree or chain"
             )
 
     def positions(self, n: int, heads: list[int] | None, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:

@@ -3,6 +3,7 @@ product, structural positional encodings, the attention-vs-tree analysis and hea
 conf/experiment file."""
 
 import json
+import re
 from pathlib import Path
 
 import dgl
@@ -176,8 +177,9 @@ def test_constructions_carry_the_encoding(pe, pe_graph):
 def test_positional_encoding_errors_name_the_fix():
     with pytest.raises(ValueError, match="pe_graph=chain"):
         GraphConstruction(name="complete", pe="lap_pe")([1, 2, 3], None)
-    with pytest.raises(ValueError, match="use tree or chain"):
-        GraphConstruction(name="knn", pe="lap_pe", pe_graph="graph")
+    for graph in ("knn", "none"):
+        with pytest.raises(ValueError, match="use model.pe_graph=tree or chain"):
+            GraphConstruction(name=graph, pe="lap_pe", pe_graph="graph")
     with pytest.raises(ValueError, match="valid: tree, chain, graph"):
         GraphConstruction(name="tree", pe="lap_pe", pe_graph="parse")
     model = GraphEncoder(20, 10, positional="lap_pe", graph=GraphConstruction(name="complete"))
@@ -226,6 +228,17 @@ def test_head_scores_on_attention_that_is_the_tree():
     assert s["child_n"] == 2 and s["child"].tolist()[0] == 1  # the root's pick (token 1) is its child
     torch.testing.assert_close(s["mass"] / s["mass_n"], torch.tensor([1.0, 0.0]))
     torch.testing.assert_close(s["uniform"] / s["mass_n"], torch.tensor((2 / 5 + 1 / 5 + 3 / 5 + 1 / 5 + 1 / 5) / 5))
+    assert s["parent"].tolist()[1] == 0 and s["child"].tolist()[1] == 0  # self-attention predicts nothing
+
+
+def test_a_tie_for_the_most_attention_is_no_prediction():
+    """Uniform attention ties every other token: no head is credited with the root (token 0) by index order."""
+    heads = [-1, 0, 0, 1]
+    g = GraphConstruction(name="complete")([3, 4, 5, 6], heads)
+    src, dst = g.edges()
+    parent = attention_syntax.parents_of(g, [heads])
+    s = attention_syntax.head_scores(torch.full((g.num_edges(), 1), 0.25), src, dst, parent, g.ndata["pos"] >= 0)
+    assert s["parent"].tolist() == [0] and s["child"].tolist() == [0]
 
 
 def test_offset_baselines():
@@ -273,7 +286,9 @@ def test_pruning_greedy_and_the_full_model_untouched(trained_attention, tmp_path
     before = accuracy(run_.model, batches)
     r = prune_heads.prune(run_, val_examples=32, method="greedy", progress=False)
     assert r["steps"][0]["test_acc"] == pytest.approx(before)
-    assert accuracy(run_.model, batches) == pytest.approx(before)  # masks are cleared afterwards
+    assert all(b.aggregator.head_mask is None for b in run_.model.blocks)  # masks are cleared afterwards
+    assert accuracy(run_.model, batches) == pytest.approx(before)
+    assert [s["heads_kept"] for s in r["steps"]] == [4, 3, 2, 1] and r["method"] == "greedy"
 
 
 def test_analysis_tools_refuse_models_without_attention(tmp_path, capsys):
@@ -349,7 +364,9 @@ def test_experiment_files_have_a_command_header():
     for name in EXPERIMENTS:
         text = (CONF / "experiment" / f"{name}.yaml").read_text()
         assert text.startswith("# @package _global_"), name
-        assert f"experiment={name}" in text, f"{name}.yaml: its header must give the command that runs it"
+        header = "\n".join(line for line in text.splitlines() if line.startswith("#"))
+        commands = re.findall(r"experiment=(\w+)|make (\w+)", header)
+        assert any(name in c for c in commands), f"{name}.yaml: its header must give the command that runs it"
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)

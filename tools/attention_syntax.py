@@ -9,7 +9,8 @@
 
 The baselines use position only: "parent = the token at offset k" for the best k. A token's own
 self loop is left out of the argmax (attending to oneself says nothing about syntax), and so is
-the ``<cls>`` node.
+the ``<cls>`` node; a tie for the most attention (or none given to other tokens) counts as no
+prediction, so a head that attends only to itself scores 0.
 
     python -m tools.attention_syntax outputs/neural_syntax                 # a run dir or a .pt file
     python -m tools.attention_syntax RUN --split val --max-examples 500 --out DIR
@@ -71,11 +72,13 @@ def head_scores(attn: torch.Tensor, src, dst, parent, is_token) -> dict[str, tor
     candidate = (src != dst) & is_token[src]
     scores = attn.masked_fill(~candidate[:, None], -1.0)
     best = torch.full((n, attn.shape[1]), -1.0).scatter_reduce(0, dst[:, None].expand_as(scores), scores, "amax")
-    is_best = (scores == best[dst]) & candidate[:, None]  # (E, H); ties: the lowest source index
+    is_best = (scores == best[dst]) & candidate[:, None]  # (E, H)
     pick = torch.where(is_best, src[:, None], n).to(torch.long)
     pred = torch.full((n, attn.shape[1]), n, dtype=torch.long).scatter_reduce(
         0, dst[:, None].expand_as(pick), pick, "amin"
-    )  # (N, H) predicted neighbour, n if none
+    )  # (N, H) predicted neighbour
+    ties = torch.zeros(n, attn.shape[1]).index_add_(0, dst, is_best.float())  # (N, H) tokens sharing the max
+    pred = torch.where((ties == 1) & (best > 0), pred, n)  # a tie, or no attention to others: no prediction
     has_parent = is_token & (parent >= 0)
     children = torch.zeros(n, dtype=torch.long).index_add_(0, parent.clamp(min=0), has_parent.long())
     has_child = is_token & (children > 0)
@@ -120,6 +123,8 @@ def offset_baselines(heads: list[list[int]]) -> dict:
 @torch.no_grad()
 def analyse(run: Run, split: str = "test", max_examples: int | None = 1000, batch_size: int = 128) -> dict:
     model = run.model
+    if model.dynamic:
+        raise ValueError("graph=knn rebuilds its edges in every layer; analyse a model trained on a fixed graph")
     model.impl = "sparse"  # DGL message passing: the weights come per edge
     records = record_attention(model)
     ds = run.split(split, max_examples)
@@ -233,6 +238,7 @@ def plot_example(run: Run, path: Path, split: str = "test", min_len: int = 10, m
     ds = run.split(split)
     index = next((i for i, t in enumerate(ds["tokens"]) if min_len <= len(t) <= max_len), 0)
     ex = ds.select([index])
+    run.model.impl = "sparse"  # the weights per edge
     records = record_attention(run.model)
     records.clear()
     (g, _), *_ = run.batches(ex, 1)

@@ -4,10 +4,11 @@
 A masked head's output is zeroed before the output projection O; there is no retraining.
 The order heads go in:
   importance (default)  mask each head alone once, score it by the validation accuracy lost, and
-                        prune the least important first: 2·(layers·heads) evaluations. Michel et al.
-                        score heads by a gradient proxy of the same loss change.
+                        prune the least important first: layers·heads validation runs to rank, then
+                        one validation and one test run per step. Michel et al. score heads by a
+                        gradient proxy of the same loss change.
   greedy                at each step try every remaining head and drop the one whose loss hurts
-                        validation accuracy least: (layers·heads)²/2 evaluations, slower, stronger.
+                        validation accuracy least: about (layers·heads)²/2 runs, slower, stronger.
 
     python -m tools.prune_heads multirun/heads/3_heads8                   # a run dir or a .pt file
     python -m tools.prune_heads RUN --method greedy --val-examples 500 --out DIR
@@ -53,40 +54,48 @@ def prune(run: Run, val_examples: int | None = None, method: str = "importance",
     val = run.batches(run.split("val", val_examples))
     test = run.batches(run.split("test"))
     heads = [(i, h) for i, m in enumerate(mods) for h in range(m.num_heads)]
-    bar = tqdm(total=len(heads) * (len(heads) - 1) // 2 if method == "greedy" else len(heads), disable=not progress)
+    total = len(heads) * (len(heads) + 1) // 2 - 1 if method == "greedy" else len(heads)
+    bar = tqdm(total=total, disable=not progress)
 
     def val_without(removed: set) -> float:
         set_mask(mods, removed)
         bar.update()
         return accuracy(model, val)
 
-    pruned: set[tuple[int, int]] = set()
-    set_mask(mods, pruned)
-    steps = [
-        {"heads_kept": len(heads), "removed": None, "val_acc": accuracy(model, val), "test_acc": accuracy(model, test)}
-    ]
-    importance = {}
-    if method == "importance":  # accuracy lost when a head alone is masked; ties: earlier heads first
-        importance = {h: steps[0]["val_acc"] - val_without({h}) for h in heads}
-        order = sorted(heads, key=lambda h: (importance[h], h))
-    while len(pruned) < len(heads) - 1:  # keep one head: with none, attention is gone altogether
-        if method == "greedy":
-            remaining = [h for h in heads if h not in pruned]
-            chosen = max(remaining, key=lambda h: (val_without(pruned | {h}), [-x for x in h]))
-        else:
-            chosen = order[len(pruned)]
-        pruned.add(chosen)
+    try:
+        pruned: set[tuple[int, int]] = set()
         set_mask(mods, pruned)
-        steps.append(
+        steps = [
             {
-                "heads_kept": len(heads) - len(pruned),
-                "removed": {"layer": chosen[0] + 1, "head": chosen[1] + 1},
+                "heads_kept": len(heads),
+                "removed": None,
                 "val_acc": accuracy(model, val),
                 "test_acc": accuracy(model, test),
             }
-        )
-    bar.close()
-    set_mask(mods, set())
+        ]
+        importance = {}
+        if method == "importance":  # accuracy lost when a head alone is masked; ties: earlier heads first
+            importance = {h: steps[0]["val_acc"] - val_without({h}) for h in heads}
+            order = sorted(heads, key=lambda h: (importance[h], h))
+        while len(pruned) < len(heads) - 1:  # keep one head: with none, attention is gone altogether
+            if method == "greedy":
+                remaining = [h for h in heads if h not in pruned]
+                chosen = max(remaining, key=lambda h: (val_without(pruned | {h}), [-x for x in h]))
+            else:
+                chosen = order[len(pruned)]
+            pruned.add(chosen)
+            set_mask(mods, pruned)
+            steps.append(
+                {
+                    "heads_kept": len(heads) - len(pruned),
+                    "removed": {"layer": chosen[0] + 1, "head": chosen[1] + 1},
+                    "val_acc": accuracy(model, val),
+                    "test_acc": accuracy(model, test),
+                }
+            )
+    finally:  # the model leaves with every head on, whatever happened
+        bar.close()
+        set_mask(mods, set())
     return {
         "checkpoint": str(run.path),
         "model": run.config["model"]["name"],

@@ -4,8 +4,9 @@
     python -m tools.results_table multirun/heads --plot depth.png --curves curves.png
     python -m tools.results_table multirun --out results.md             # every sweep below
 
-Runs are told apart by their sweep overrides (``.hydra/overrides.yaml``: ``model=gat``,
-``model.num_heads=8``, ...); the settings that vary between runs are the table's factors.
+Runs are told apart by their command-line overrides (``.hydra/overrides.yaml``: ``experiment=heads``,
+``model=gat``, ``model.num_heads=8``, ...); the settings that vary between runs are the table's
+factors (settings made inside an experiment file are told apart by the experiment's name).
 ``graph`` becomes the columns when it varies, the other factors the rows; runs that differ only
 in ``seed`` are averaged (mean ± std). Tables: test accuracy, training time and throughput,
 accuracy by ListOps tree depth (``--plot`` draws it); ``--curves`` plots each run's training loss
@@ -27,7 +28,7 @@ MODELS = ("gcn", "gat", "transformer", "sum", "mean", "max")
 GRAPHS = ("complete", "tree", "window", "knn", "none")
 MIN_DEPTH_EXAMPLES = 10  # the depth plot leaves out depths rarer than this in the test split
 DEEP = 5  # depths from here on are few per test split: pooled into one column
-NOT_FACTORS = ("experiment", "seed", "trainer.progress", "logger", "hparams_search", "cluster")  # not compared
+NOT_FACTORS = ("seed", "trainer.progress", "logger", "hparams_search", "cluster")  # not compared
 
 
 def _depth_buckets(r: dict) -> dict[str, tuple[int, float]]:
