@@ -21,7 +21,6 @@ Writes ``syntax.json``, ``syntax_heads.png`` (layer x head heat maps) and ``synt
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -29,7 +28,7 @@ import numpy as np
 import torch
 
 from engine.io import write_json
-from tools.common import Run
+from tools.common import Run, output_dir, pyplot, run_parser
 
 OFFSETS = [o for o in range(-12, 13) if o != 0]
 
@@ -199,10 +198,7 @@ def format_report(r: dict) -> str:
 
 
 def plot_heads(r: dict, path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     panels = [
         ("mass_on_tree", f"attention mass on tree neighbours\n(uniform: {r['uniform_mass_baseline']:.2f})"),
@@ -230,10 +226,7 @@ def plot_heads(r: dict, path: Path) -> Path:
 @torch.no_grad()
 def plot_example(run: Run, path: Path, split: str = "test", min_len: int = 10, max_len: int = 18) -> Path:
     """One sentence's attention matrices, a panel per layer and head; white dots mark gold tree edges."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     ds = run.split(split)
     index = next((i for i, t in enumerate(ds["tokens"]) if min_len <= len(t) <= max_len), 0)
@@ -273,17 +266,14 @@ def plot_example(run: Run, path: Path, split: str = "test", min_len: int = 10, m
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run", help="a run directory (with checkpoints/best.pt) or a checkpoint file")
+    parser = run_parser(__doc__, "syntax")
     parser.add_argument("--split", default="test", help="train | val | test (default test)")
     parser.add_argument("--max-examples", type=int, default=1000)
-    parser.add_argument("--out", type=Path, help="where to write (default RUN/syntax)")
     args = parser.parse_args(argv)
     try:
         run = Run.load(args.run)
         result = analyse(run, args.split, args.max_examples)
-        out = args.out or (Path(args.run) if Path(args.run).is_dir() else run.path.parent.parent) / "syntax"
-        out.mkdir(parents=True, exist_ok=True)
+        out = output_dir(args, run, "syntax")
         write_json(out / "syntax.json", result)
         print(format_report(result))
         print(f"saved {plot_heads(result, out / 'syntax_heads.png')}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,3 +65,29 @@ def accuracy(model: torch.nn.Module, batches: list) -> float:
         correct += (model(g).argmax(-1) == y).sum().item()
         total += len(y)
     return correct / max(1, total)
+
+
+def pyplot():
+    """matplotlib's pyplot on the file-only Agg backend (the tools run without a display)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def run_parser(doc: str, default_out: str) -> argparse.ArgumentParser:
+    """The command line every analysis tool starts from: a run, and where to write."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("run", help="a run directory (with checkpoints/best.pt) or a checkpoint file")
+    parser.add_argument("--out", type=Path, help=f"where to write (default RUN/{default_out})")
+    return parser
+
+
+def output_dir(args: argparse.Namespace, run: Run, default_out: str) -> Path:
+    """``--out``, else ``<run dir>/<default_out>``; created."""
+    run_dir = Path(args.run) if Path(args.run).is_dir() else run.path.parent.parent
+    out = args.out or run_dir / default_out
+    out.mkdir(parents=True, exist_ok=True)
+    return out

@@ -18,7 +18,6 @@ Writes ``prune.json`` and ``prune.png`` (accuracy against heads kept) to ``RUN/p
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -26,7 +25,7 @@ import torch
 from tqdm.auto import tqdm
 
 from engine.io import write_json
-from tools.common import Run, accuracy
+from tools.common import Run, accuracy, output_dir, pyplot, run_parser
 
 
 def attention_modules(model) -> list:
@@ -134,10 +133,7 @@ def format_report(r: dict) -> str:
 
 
 def plot(r: dict, path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     kept = [s["heads_kept"] for s in r["steps"]]
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
@@ -158,18 +154,15 @@ def plot(r: dict, path: Path) -> Path:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run", help="a run directory (with checkpoints/best.pt) or a checkpoint file")
+    parser = run_parser(__doc__, "prune")
     parser.add_argument("--val-examples", type=int, default=None, help="validation examples the search uses (all)")
-    parser.add_argument("--out", type=Path, help="where to write (default RUN/prune)")
     parser.add_argument("--method", default="importance", help="importance (default) | greedy")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     try:
         run = Run.load(args.run)
         result = prune(run, args.val_examples, args.method, progress=not args.no_progress)
-        out = args.out or (Path(args.run) if Path(args.run).is_dir() else run.path.parent.parent) / "prune"
-        out.mkdir(parents=True, exist_ok=True)
+        out = output_dir(args, run, "prune")
         write_json(out / "prune.json", result)
         print(format_report(result))
         print(f"saved {plot(result, out / 'prune.png')}")

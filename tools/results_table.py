@@ -24,6 +24,8 @@ from pathlib import Path
 
 import yaml
 
+from tools.common import pyplot
+
 MODELS = ("gcn", "gat", "transformer", "sum", "mean", "max")
 GRAPHS = ("complete", "tree", "window", "knn", "none")
 MIN_DEPTH_EXAMPLES = 10  # the depth plot leaves out depths rarer than this in the test split
@@ -157,19 +159,10 @@ def tables(runs: list[dict]) -> str:
     return "\n".join(out)
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def plot_by_depth(runs: list[dict], path: Path) -> Path:
     """Test accuracy against ListOps tree depth: one line per graph and one panel per row of the
     table when graphs vary, else one line per run."""
-    plt = _pyplot()
+    plt = pyplot()
     row_factors, rows, cols = _layout(runs)
     panels = rows if cols else [None]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), sharey=True, squeeze=False)
@@ -211,7 +204,7 @@ def plot_by_depth(runs: list[dict], path: Path) -> Path:
 
 def plot_curves(runs: list[dict], path: Path) -> Path:
     """Training loss and validation accuracy by epoch, one line per run (from ``metrics.csv``)."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, (loss_ax, acc_ax) = plt.subplots(1, 2, figsize=(10, 3.8))
     for r in sorted(runs, key=label):
         metrics = Path(r["_path"]) / "metrics.csv"
