@@ -34,17 +34,9 @@ import os
 import sys
 from pathlib import Path
 
-
-def find_repo_root() -> Path:
-    """The tagnn checkout: found from this file when run as a script, from the working directory in Jupyter."""
-    start = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
-    for folder in (start, *start.parents):
-        if (folder / "models" / "aggregators.py").is_file():
-            return folder
-    raise RuntimeError("run this from inside the tagnn repository")
-
-
-ROOT = find_repo_root()
+# the repository root, above this script (or, in Jupyter, above the working directory)
+HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
+ROOT = next(p for p in (HERE, *HERE.parents) if (p / "models" / "aggregators.py").is_file())
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DGLBACKEND", "pytorch")
 
