@@ -32,7 +32,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
-from data.graphs import GRAPHS, PE_GRAPHS
+from data.graphs import GRAPHS, PE_GRAPHS, TREE_GRAPHS
 from data.pipeline import DATASETS, SPLITS, GraphDataset, load_splits, make_construction, make_loader, num_classes_of
 from data.vocab import Vocab
 from engine.checkpoint import load_checkpoint, restore_rng, rng_state, save_checkpoint
@@ -41,8 +41,9 @@ from engine.distributed import start as start_world
 from engine.evaluation import predict, summarize
 from engine.io import write_json
 from engine.tracking import MODES, Tracker
-from models import AGGREGATORS, build_model
-from models.encoder import IMPLS, NORMS, POSITIONAL, READOUTS
+from models import MODELS, RECURSIVE_MODELS, build_model
+from models.encoder import IMPLS, NORMS, POSITIONAL, READOUTS, UPDATES
+from models.recursive import CELLS
 
 log = logging.getLogger("train")
 DEVICES = ("auto", "cpu", "cuda")
@@ -170,11 +171,12 @@ def check_config(cfg: DictConfig) -> None:
     choices = [
         ("dataset.name", cfg.dataset.name, DATASETS),
         ("graph.name", cfg.graph.name, GRAPHS),
-        ("model.name", cfg.model.name, tuple(AGGREGATORS)),
+        ("model.name", cfg.model.name, MODELS),
         ("model.readout", cfg.model.readout, READOUTS),
         ("model.positional", cfg.model.positional, POSITIONAL),
         ("model.pe_graph", cfg.model.get("pe_graph", "tree"), PE_GRAPHS),
         ("model.norm", cfg.model.norm, NORMS),
+        ("model.update", cfg.model.get("update", "residual"), UPDATES),
         ("model.impl", cfg.model.impl, IMPLS),
         ("device", cfg.device, DEVICES),
         ("logger.mode", cfg.logger.mode, MODES),
@@ -194,6 +196,19 @@ def check_config(cfg: DictConfig) -> None:
         value = OmegaConf.select(cfg, key)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{key} must be an integer >= 1, got {value!r}")
+    if cfg.model.name in RECURSIVE_MODELS:
+        cell = cfg.model.get("cell") or RECURSIVE_MODELS[cfg.model.name]
+        if cell not in CELLS:
+            raise ValueError(f"unknown model.cell {cell!r}; valid: {', '.join(CELLS)}")
+        if cfg.graph.name not in TREE_GRAPHS:
+            raise ValueError(
+                f"model={cfg.model.name} walks a tree from the leaves up, and graph={cfg.graph.name} has no tree "
+                f"(no child -> head direction): use graph={' or graph='.join(TREE_GRAPHS)}"
+            )
+        if cell == "binary" and cfg.graph.name != "binary_tree":
+            raise ValueError("model.cell=binary reads two ordered children per node: use graph=binary_tree")
+        if cfg.model.readout not in ("root", "mean"):
+            raise ValueError(f"model={cfg.model.name} reads out the root or the mean: set model.readout=root")
     if cfg.model.name in ("gat", "transformer") and cfg.model.hidden_dim % cfg.model.num_heads:
         raise ValueError(
             f"model.hidden_dim={cfg.model.hidden_dim} must be divisible by model.num_heads={cfg.model.num_heads}"

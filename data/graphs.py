@@ -8,6 +8,11 @@ short, testable and can be read next to each other:
   complete   every token receives from every token: what a Transformer layer does.
   tree       tokens are joined to their parent in the (gold or parsed) syntax tree, both ways:
              a Tree-LSTM-like inductive bias.
+  binary_tree  the tree binarised: each head takes its dependents one at a time, left to right,
+             through new *phrase* nodes (``[MAX 2 9 ]`` -> ``( ( ( [MAX 2 ) 9 ) ] )``, exactly the
+             parentheses of the published ListOps files). Tokens are the leaves; phrase nodes
+             (``pos = -1``) are joined to their two children, both ways. The tree the binary
+             Tree-LSTM of Tai et al. (2015) reads.
   window     every token receives from the tokens at most ``window`` positions away: a
              convolution / local attention.
   knn        every token receives from its ``k`` nearest tokens in the model's current
@@ -18,6 +23,13 @@ short, testable and can be read next to each other:
 ``self_loops`` adds ``i -> i`` so a node keeps its own state in the aggregation (the
 Transformer's query attends to its own key). A ``<cls>`` virtual node, when the readout asks
 for one, is appended as the last node and exchanges messages with every token.
+
+Every edge carries a type in ``edata['etype']``, so a message can know where it comes from
+(``model.edge_types``): from the node itself, from a child (up the tree), from the head (down the
+tree), from a token to the left or to the right (every edge that is not a tree edge), or to/from
+the ``<cls>`` node. Tree constructions also store, per node, ``ndata['parent']`` (-1 at a root),
+``ndata['slot']`` (its index among its parent's children) and ``ndata['height']`` (0 at a leaf,
+1 + the tallest child otherwise): the schedule of the recursive models (``models/recursive.py``).
 """
 
 from __future__ import annotations
@@ -27,7 +39,13 @@ from dataclasses import dataclass
 import dgl
 import torch
 
-GRAPHS = ("complete", "tree", "window", "knn", "none")
+from data.vocab import PHRASE, SPECIALS
+
+GRAPHS = ("complete", "tree", "binary_tree", "window", "knn", "none")
+TREE_GRAPHS = ("tree", "binary_tree")  # the constructions that carry a tree (parent, slot, height)
+# Edge types (edata['etype']): what the receiving node dst is to the sender src.
+SELF, FROM_CHILD, FROM_HEAD, FROM_LEFT, FROM_RIGHT, CLS_EDGE = range(6)
+EDGE_TYPES = ("self", "from_child", "from_head", "from_left", "from_right", "cls")
 STRUCTURAL_PE = ("lap_pe", "random_walk_pe")  # positional encodings computed from a graph, per sentence
 PE_GRAPHS = ("tree", "chain", "graph")  # which graph they are computed on
 
@@ -156,6 +174,80 @@ def random_walk_pe(src: torch.Tensor, dst: torch.Tensor, n: int, k: int) -> torc
     return dgl.random_walk_pe(dgl.graph((s, d), num_nodes=n), k).float()
 
 
+def children_of(heads: list[int]) -> list[list[int]]:
+    """The children of every node, in index order."""
+    kids: list[list[int]] = [[] for _ in heads]
+    for i, h in enumerate(heads):
+        if h >= 0:
+            kids[h].append(i)
+    return kids
+
+
+def binarise(heads: list[int]) -> tuple[list[int], list[int]]:
+    """Left-to-right binarisation of a tree over n tokens: ``(parent, slot)`` of n tokens + p phrase nodes.
+
+    A head with dependents d1..dk becomes k phrase nodes: ``(head d1)``, ``((head d1) d2)``, ...,
+    the last standing where the head stood. ``slot`` is 0 for a phrase's left child, 1 for its
+    right child (-1 at the root). Phrase nodes are numbered n, n+1, ... in the order they are made
+    (a dependent's phrases before its head's). On ListOps this gives exactly the published files'
+    parentheses: ``[MAX 2 9 ]`` (heads ``[-1, 0, 0, 0]``) -> ``( ( ( [MAX 2 ) 9 ) ] )``, phrases
+    4 = (0 1), 5 = (4 2), 6 = (5 3).
+    """
+    kids = children_of(heads)
+    parent, slot = list(heads), [-1] * len(heads)  # tokens first; phrase nodes are appended
+    top = list(range(len(heads)))  # the node that stands for token i's whole subtree
+
+    def build(i: int) -> None:
+        for k in kids[i]:
+            build(k)
+        left = i
+        for k in kids[i]:
+            phrase = len(parent)
+            parent.append(-1)
+            slot.append(-1)
+            parent[left], slot[left] = phrase, 0
+            parent[top[k]], slot[top[k]] = phrase, 1
+            left = phrase
+        top[i] = left
+
+    for r in (i for i, h in enumerate(heads) if h < 0):
+        build(r)
+    return parent, slot
+
+
+def tree_schedule(parent: list[int], slot: list[int] | None = None) -> tuple[list[int], list[int]]:
+    """``(slot, height)`` of every node. ``slot``, a node's place among its parent's children (-1 at
+    a root), is taken as given or else counted in index (sentence) order. ``height`` is 0 at a leaf,
+    1 + its tallest child's height otherwise: a node can be computed once every node of lower height
+    is (the recursive models' level-by-level schedule)."""
+    if slot is None:
+        slot = [-1] * len(parent)
+        for kids in children_of(parent):
+            for s, k in enumerate(kids):
+                slot[k] = s
+    height = [0] * len(parent)
+    depth = [0] * len(parent)
+    for i in range(len(parent)):  # depth by walking up: trees here are small
+        j = i
+        while parent[j] >= 0:
+            depth[i] += 1
+            j = parent[j]
+    for i in sorted(range(len(parent)), key=lambda i: -depth[i]):  # deepest first
+        if parent[i] >= 0:
+            height[parent[i]] = max(height[parent[i]], height[i] + 1)
+    return list(slot), height
+
+
+def edge_types(src: torch.Tensor, dst: torch.Tensor, parent: torch.Tensor | None = None) -> torch.Tensor:
+    """``edata['etype']`` of edges ``src -> dst`` between nodes numbered in sentence order: from the
+    node itself, from a child, from the head, else from the left or the right by index."""
+    etype = torch.where(src < dst, FROM_LEFT, FROM_RIGHT)
+    if parent is not None:
+        etype = torch.where(parent[src] == dst, FROM_CHILD, etype)
+        etype = torch.where(parent[dst] == src, FROM_HEAD, etype)
+    return torch.where(src == dst, SELF, etype)
+
+
 @dataclass
 class GraphConstruction:
     """A named construction with its settings: ``construction(tok_ids, heads) -> DGLGraph``.
@@ -171,6 +263,7 @@ class GraphConstruction:
     window: int = 2
     k: int = 4
     cls_id: int | None = None  # append a <cls> virtual node with this token id
+    phrase_id: int = SPECIALS.index(PHRASE)  # binary_tree: the token id of phrase nodes (<phrase>)
     pe: str | None = None  # lap_pe | random_walk_pe: store ndata['pe'] (n, pe_dim), zeros at <cls>
     pe_dim: int = 8
     pe_graph: str = "tree"  # the graph the positions come from: tree | chain (i - 1 -- i) | graph (this one)
@@ -182,6 +275,11 @@ class GraphConstruction:
             raise ValueError(f"unknown structural positional encoding {self.pe!r}; valid: {', '.join(STRUCTURAL_PE)}")
         if self.pe_graph not in PE_GRAPHS:
             raise ValueError(f"unknown model.pe_graph {self.pe_graph!r}; valid: {', '.join(PE_GRAPHS)}")
+        if self.name == "binary_tree" and self.pe is not None:
+            raise ValueError(
+                f"model.positional={self.pe} is not defined on graph=binary_tree's phrase nodes; "
+                "use model.positional=sinusoidal or none"
+            )
         if self.pe is not None and self.pe_graph == "graph" and self.name in ("knn", "none"):
             raise ValueError(
                 f"model.pe_graph=graph cannot use graph={self.name} (knn's edges change every layer; none has "
@@ -206,10 +304,12 @@ class GraphConstruction:
     def edges(self, n: int, heads: list[int] | None) -> Edges:
         if self.name == "complete":
             return complete_edges(n, self.self_loops)
-        if self.name == "tree":
+        if self.name in TREE_GRAPHS:
             if heads is None:
-                raise ValueError("graph=tree needs a tree for every sentence (ListOps has one; text needs a parser)")
-            return tree_edges(heads, self.self_loops)
+                raise ValueError(
+                    f"graph={self.name} needs a tree for every sentence (ListOps has one; text needs a parser)"
+                )
+            return tree_edges(heads if self.name == "tree" else binarise(heads)[0], self.self_loops)
         if self.name == "window":
             return window_edges(n, self.window, self.self_loops)
         if self.name == "none":
@@ -220,19 +320,38 @@ class GraphConstruction:
         n = len(tok_ids)
         src, dst = self.edges(n, heads)
         tok, pos = torch.tensor(tok_ids, dtype=torch.long), torch.arange(n)
-        root = torch.zeros(n, dtype=torch.bool)
-        root[heads.index(-1) if heads is not None and -1 in heads else 0] = True
+        tree, order = None, None  # the parents of every node (and phrases' child order), for tree constructions
+        if self.name in TREE_GRAPHS:
+            tree, order = (heads, None) if self.name == "tree" else binarise(heads)
+            extra = len(tree) - n  # phrase nodes
+            tok = torch.cat([tok, torch.full((extra,), self.phrase_id, dtype=torch.long)])
+            pos = torch.cat([pos, torch.full((extra,), -1, dtype=torch.long)])
+        num = len(tok)
+        root = torch.zeros(num, dtype=torch.bool)
+        ref = tree if tree is not None else heads
+        root[ref.index(-1) if ref is not None and -1 in ref else 0] = True
+        parent = torch.tensor(tree, dtype=torch.long) if tree is not None else None
+        etype = edge_types(src, dst, parent)
         pe = self.positions(n, heads, src, dst) if self.pe is not None else None
         if self.cls_id is not None:
-            cs, cd = cls_edges(n, self.self_loops)
-            src, dst = torch.cat([src, cs]), torch.cat([dst, cd])
+            cs, cd = cls_edges(num, self.self_loops)
+            cls_type = torch.where(cs == cd, SELF, CLS_EDGE)
+            src, dst, etype = torch.cat([src, cs]), torch.cat([dst, cd]), torch.cat([etype, cls_type])
             tok = torch.cat([tok, torch.tensor([self.cls_id])])
             pos = torch.cat([pos, torch.tensor([-1])])
             root = torch.cat([root, torch.tensor([False])])
             pe = None if pe is None else torch.cat([pe, torch.zeros(1, self.pe_dim)])
-            n += 1
-        g = dgl.graph((src, dst), num_nodes=n)
+            parent = None if parent is None else torch.cat([parent, torch.tensor([-1])])
+            tree = None if tree is None else tree + [-1]
+            order = None if order is None else order + [-1]
+            num += 1
+        g = dgl.graph((src, dst), num_nodes=num)
         g.ndata["tok"], g.ndata["pos"], g.ndata["root"] = tok, pos, root
+        g.edata["etype"] = etype
+        if tree is not None:
+            slot, height = tree_schedule(tree, order)
+            g.ndata["parent"] = parent
+            g.ndata["slot"], g.ndata["height"] = torch.tensor(slot), torch.tensor(height)
         if pe is not None:
             g.ndata["pe"] = pe
         return g
@@ -243,9 +362,13 @@ class GraphConstruction:
         sizes = g.batch_num_nodes()
         if self.cls_id is None:
             src, dst = knn_edges(h, sizes.tolist(), self.k, self.self_loops)
+            etype = edge_types(src, dst)
         else:  # kNN among tokens only, then the <cls> edges of the static graph
             token_idx = is_token.nonzero().squeeze(1)
             s, d = knn_edges(h[token_idx], (sizes - 1).tolist(), self.k, self.self_loops)
             cs, cd = g.edges()
             src, dst = torch.cat([token_idx[s], cs]), torch.cat([token_idx[d], cd])
-        return dgl.graph((src, dst), num_nodes=g.num_nodes(), device=h.device)
+            etype = torch.cat([edge_types(token_idx[s], token_idx[d]), g.edata["etype"].to(h.device)])
+        out = dgl.graph((src, dst), num_nodes=g.num_nodes(), device=h.device)
+        out.edata["etype"] = etype
+        return out

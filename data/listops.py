@@ -8,11 +8,13 @@ with four operators, each closed by ``]``: ``[MAX``, ``[MIN``, ``[MED`` (median,
 int) and ``[SM`` (sum modulo 10). The answer depends on the whole tree, so a model must compose
 its parts: a good test of which *graph* over the tokens helps a GNN (the gold tree is known).
 
-This module follows the published recipe (the ``listops-release`` generator): the root is an
-operator; below it a node is an operator with probability 0.25, else a digit; an operator takes
-2-5 arguments; depth is capped at 20 (a node at depth 20 is always a digit, so operators nest at
-most 19 deep, as in the published generator). Expressions longer than ``max_length`` tokens are dropped,
-duplicates are dropped, and everything is deterministic given the seed.
+This module follows the published recipe (the ``listops-release`` generator): every node, the
+root included, is an operator with probability 0.25, else a digit; an operator takes 2-5
+arguments; depth is capped at 20 (a node at depth 20 is always a digit, so operators nest at most
+19 deep, as in the published generator). Expressions longer than ``max_length`` tokens are
+dropped, duplicates are dropped, and everything is deterministic given the seed. Because the
+root may be a digit, a bare digit such as ``7`` is an expression (depth 0): at most ten exist, and
+the published test file holds one (``9<TAB>9``). ``root_operator=True`` forbids them.
 
 Each example is a dict ``{"tokens": [...], "label": int, "heads": [...]}`` where ``heads[i]`` is
 the index of token i's parent in the tree (-1 for the root): an operator heads its arguments and
@@ -64,12 +66,16 @@ def parse(tokens: list[str]) -> tuple[int, list[int], int]:
     """Check ``tokens`` is one well-formed expression; return ``(value, heads, depth)``.
 
     ``heads[i]`` is the parent of token i (-1 for the root operator); ``depth`` is the number of
-    operators on the longest root-to-leaf path (``[SM 1 2 ]`` has depth 1).
+    operators on the longest root-to-leaf path (``[SM 1 2 ]`` has depth 1, a bare digit depth 0).
     """
     if not tokens:
-        raise ListOpsError("empty expression: an expression has at least one operator, e.g. '[SM 1 2 ]'")
+        raise ListOpsError("empty expression: an expression is a digit or an operator, e.g. '7' or '[SM 1 2 ]'")
+    if len(tokens) == 1 and tokens[0] in DIGITS:  # a bare digit: its own value, the root of a one-node tree
+        return int(tokens[0]), [-1], 0
     if tokens[0] not in OPERATORS:
-        raise ListOpsError(f"expression must start with an operator ({', '.join(OPERATORS)}), got {tokens[0]!r}")
+        raise ListOpsError(
+            f"expression must be a digit or start with an operator ({', '.join(OPERATORS)}), got {tokens[0]!r}"
+        )
     heads = [-1] * len(tokens)
     stack: list[tuple[int, str, list[int]]] = []  # (token index, operator, argument values)
     value, depth = None, 0
@@ -116,7 +122,7 @@ def make_example(tokens: list[str], label: int | None = None) -> dict:
 # Generation (the published recipe, written afresh)
 # --------------------------------------------------------------------------------------------
 def _random_tree(rng: random.Random, depth: int, max_depth: int, p_operator: float, max_args: int, root: bool):
-    """A nested ``(operator, [children])`` tuple or an int digit."""
+    """A nested ``(operator, [children])`` tuple or an int digit; ``root=True`` forces an operator."""
     is_operator = root or (depth < max_depth and rng.random() < p_operator)
     if not is_operator:
         return rng.randrange(10)
@@ -144,12 +150,17 @@ def generate(
     p_operator: float = 0.25,
     max_args: int = 5,
     min_length: int = 1,
+    root_operator: bool = False,
 ) -> Iterator[dict]:
-    """Yield ``num`` unique random examples of ``min_length``..``max_length`` tokens, deterministically."""
-    if num < 0 or max_length < 4:
-        raise ListOpsError(
-            f"need num >= 0 and max_length >= 4 (the shortest expression, '[SM 1 2 ]'), got {num}, {max_length}"
-        )
+    """Yield ``num`` unique random examples of ``min_length``..``max_length`` tokens, deterministically.
+
+    They come in the order they were drawn, so early ones are shorter on average (short
+    expressions are used up first by the de-duplication): shuffle before slicing splits
+    (``data.pipeline.load_splits`` does).
+    """
+    shortest = 4 if root_operator else 1  # '[SM 1 2 ]', or a bare digit
+    if num < 0 or max_length < shortest:
+        raise ListOpsError(f"need num >= 0 and max_length >= {shortest}, got {num}, {max_length}")
     rng = random.Random(seed)
     seen: set[tuple[str, ...]] = set()
     attempts = 0
@@ -160,7 +171,7 @@ def generate(
                 f"could only make {len(seen)} unique expressions of {min_length}-{max_length} tokens; "
                 "ask for fewer examples or widen the length range"
             )
-        tokens = _tree_tokens(_random_tree(rng, 1, max_depth, p_operator, max_args, root=True))
+        tokens = _tree_tokens(_random_tree(rng, 1, max_depth, p_operator, max_args, root=root_operator))
         key = tuple(tokens)
         if not (min_length <= len(tokens) <= max_length) or key in seen:
             continue
@@ -174,7 +185,7 @@ def generate(
 def binarised_string(tokens: list[str]) -> str:
     """The published files' layout: each operator's arguments added one at a time in parentheses,
     e.g. ``[MAX 2 9 ]`` -> ``( ( ( [MAX 2 ) 9 ) ] )``."""
-    _, heads, _ = parse(tokens)
+    _, heads, _ = parse(tokens)  # a bare digit is written as itself
     children: dict[int, list[int]] = {i: [] for i in range(len(tokens))}
     for i, h in enumerate(heads):
         if h >= 0:
@@ -258,3 +269,29 @@ def read_tsv(path: str | os.PathLike, max_length: int | None = None) -> list[dic
     if not examples:
         raise ListOpsError(f"{path} holds no examples")
     return examples
+
+
+# --------------------------------------------------------------------------------------------
+# A published-layout file from the command line
+# --------------------------------------------------------------------------------------------
+def main(argv=None) -> int:
+    """``python -m data.listops --num 10000 --seed 123 --out test.tsv``: a fresh sample of the recipe,
+    written as the published files are (binarisation parentheses), or in the LRA layout."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("--num", type=int, default=10_000)
+    p.add_argument("--seed", type=int, default=123, help="a seed the training data did not use")
+    p.add_argument("--max-length", type=int, default=100)
+    p.add_argument("--layout", choices=("listops", "lra"), default="listops")
+    p.add_argument("--out", required=True)
+    args = p.parse_args(argv)
+    examples = list(generate(args.num, seed=args.seed, max_length=args.max_length))
+    random.Random(args.seed).shuffle(examples)  # the generator's order runs from short to long
+    write_tsv(examples, args.out, layout=args.layout)
+    print(f"wrote {len(examples)} expressions ({args.layout} layout) to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

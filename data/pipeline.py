@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import os
+import random
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -45,7 +46,7 @@ def load_splits(cfg: Mapping, progress: bool = True) -> dict[str, datasets.Datas
         if path:
             rows = listops.read_tsv(path, max_length=cfg.get("max_length"))
         else:
-            if generated is None:  # one stream for all splits, so no expression is in two splits
+            if generated is None:  # one pool for all splits, so no expression is in two splits
                 stream = listops.generate(
                     sum(sizes),
                     seed=int(cfg["seed"]),
@@ -54,10 +55,15 @@ def load_splits(cfg: Mapping, progress: bool = True) -> dict[str, datasets.Datas
                     p_operator=float(cfg["p_operator"]),
                     max_args=int(cfg["max_args"]),
                     min_length=int(cfg.get("min_length", 1)),
+                    root_operator=bool(cfg.get("root_operator", False)),
                 )
                 generated = list(
                     tqdm(stream, total=sum(sizes), desc="generating ListOps", leave=False, disable=not progress)
                 )
+                # The generator de-duplicates, so it runs out of short expressions early: its first
+                # examples are shorter than its last. Shuffled with the data seed, the splits are
+                # i.i.d. samples of one pool (tests/test_listops.py checks their lengths and depths agree).
+                random.Random(int(cfg["seed"])).shuffle(generated)
             start = sum(sizes[: SPLITS.index(split)])
             rows = generated[start : start + size]
         if not rows:
@@ -67,8 +73,10 @@ def load_splits(cfg: Mapping, progress: bool = True) -> dict[str, datasets.Datas
 
 
 def describe_example(ex: dict) -> dict:
-    """Per-example fields for the evaluation breakdowns."""
-    return {"length": len(ex["tokens"]), "group": ex["tokens"][0]}  # ListOps: the root operator
+    """Per-example fields for the evaluation breakdowns: length, and the root operator ("digit" for a
+    bare digit)."""
+    root = ex["tokens"][0]
+    return {"length": len(ex["tokens"]), "group": root if root in listops.OPERATORS else "digit"}
 
 
 def make_construction(graph_cfg: Mapping, vocab: Vocab, model_cfg: Mapping) -> GraphConstruction:
@@ -84,6 +92,7 @@ def make_construction(graph_cfg: Mapping, vocab: Vocab, model_cfg: Mapping) -> G
         window=int(graph_cfg.get("window", 2)),
         k=int(graph_cfg.get("k", 4)),
         cls_id=vocab.cls_id if model_cfg.get("readout", "mean") == "cls" else None,
+        **({"phrase_id": vocab.phrase_id} if name == "binary_tree" else {}),
         pe=positional if positional in STRUCTURAL_PE else None,
         pe_dim=int(model_cfg.get("pe_dim", 8)),
         pe_graph=model_cfg.get("pe_graph", "tree"),

@@ -5,17 +5,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-PAD, UNK, CLS = "<pad>", "<unk>", "<cls>"
-SPECIALS = (PAD, UNK, CLS)
+PAD, UNK, CLS, PHRASE = "<pad>", "<unk>", "<cls>", "<phrase>"
+SPECIALS = (PAD, UNK, CLS, PHRASE)  # <phrase>: the token of graph=binary_tree's phrase nodes
+LEGACY_SPECIALS = SPECIALS[:3]  # vocabularies saved before <phrase> existed still load
 
 
 class Vocab:
-    """A list of tokens and its inverse. Ids 0, 1, 2 are ``<pad>``, ``<unk>``, ``<cls>``."""
+    """A list of tokens and its inverse. Ids 0-3 are ``<pad>``, ``<unk>``, ``<cls>``, ``<phrase>``."""
 
     def __init__(self, tokens: Iterable[str]):
         self.itos = list(tokens)
-        if tuple(self.itos[: len(SPECIALS)]) != SPECIALS:
-            raise ValueError(f"a vocabulary starts with {SPECIALS}, got {self.itos[:3]}")
+        if tuple(self.itos[: len(LEGACY_SPECIALS)]) != LEGACY_SPECIALS:
+            raise ValueError(f"a vocabulary starts with {SPECIALS}, got {self.itos[:4]}")
         self.stoi = {t: i for i, t in enumerate(self.itos)}
         if len(self.stoi) != len(self.itos):
             raise ValueError("a vocabulary holds each token once")
@@ -46,3 +47,9 @@ class Vocab:
     @property
     def cls_id(self) -> int:
         return self.stoi[CLS]
+
+    @property
+    def phrase_id(self) -> int:
+        if PHRASE not in self.stoi:
+            raise ValueError("this vocabulary predates graph=binary_tree (no <phrase> token): retrain the model")
+        return self.stoi[PHRASE]

@@ -17,6 +17,19 @@ On the complete graph the Transformer's aggregator *is* multi-head self-attentio
 Each aggregator also has ``forward_dense(h, dg)``: the same equation, with the same parameters, on
 a padded batch ``(B, n, d)`` and its adjacency mask (``models/dense.py``). Messages become matrix
 products, the fast path on dense hardware; tests/test_dense.py checks the two agree.
+
+**Messages that know where they come from** (``edge_types=T``, ``model.edge_types=true``): every
+edge carries a type (``data/graphs.py``: self, from a child, from the head, from the left, from
+the right, ``<cls>``), and each aggregator reads it in the way that fits it:
+
+  GCN, sum, mean, max   one channel per type, then one weight per type (R-GCN, Schlichtkrull et
+                        al., 2018):  h_i' = Σ_t W_t · Agg_{j∈N_t(i)} h_j
+  Transformer           type vectors added to keys and values (Shaw et al., 2018):
+                        a_ij ∝ exp(q_i·(k_j + r^K_t)/sqrt(d_h)),  h_i' = O Σ_j a_ij (v_j + r^V_t)
+  GAT                   a per-type, per-head score bias and the same value vectors r^V_t
+
+so a node can tell its children's sum from its head's message: with ``sum`` that is a GIN update
+that counts children and knows direction.
 """
 
 from __future__ import annotations
@@ -33,13 +46,35 @@ from torch import nn
 from models.dense import DenseGraph
 
 
+def _type_onehot(etype: torch.Tensor, num_types: int, dtype) -> torch.Tensor:
+    """(..., T) float one-hot of edge types."""
+    return F.one_hot(etype, num_types).to(dtype)
+
+
+def _typed_sum(g: dgl.DGLGraph, x: torch.Tensor, num_types: int) -> torch.Tensor:
+    """(N, T, d): per receiving node, the sum of ``x`` (N, d) over its in-edges of each type."""
+    with g.local_scope():
+        g.srcdata["x"] = x.unsqueeze(1)  # (N, 1, d)
+        g.edata["t"] = _type_onehot(g.edata["etype"], num_types, x.dtype).unsqueeze(-1)  # (E, T, 1)
+        g.update_all(fn.u_mul_e("x", "t", "m"), fn.sum("m", "agg"))  # (N, T, d): x_j lands in its edge's type
+        return g.dstdata["agg"]
+
+
+def _typed_adjacency(dg: DenseGraph, num_types: int, dtype) -> torch.Tensor:
+    """(B, T, n, n): the adjacency split by edge type."""
+    onehot = _type_onehot(dg.etype, num_types, dtype)  # (B, n, n, T)
+    return onehot.permute(0, 3, 1, 2) * dg.adjacency().unsqueeze(1).to(dtype)
+
+
 class GCNAggregation(nn.Module):
     """Symmetric degree-normalised sum (Kipf & Welling, 2017): every neighbour weighs
-    ``1 / sqrt(deg_in(i) · deg_out(j))``, fixed by the graph, no attention. ``num_heads`` is unused."""
+    ``1 / sqrt(deg_in(i) · deg_out(j))``, fixed by the graph, no attention. ``num_heads`` is unused.
+    With ``edge_types`` the normalised sum is taken per type, each with its own weight."""
 
-    def __init__(self, dim: int, num_heads: int = 1, attn_dropout: float = 0.0):
+    def __init__(self, dim: int, num_heads: int = 1, attn_dropout: float = 0.0, edge_types: int = 0):
         super().__init__()
-        self.linear = nn.Linear(dim, dim)
+        self.edge_types = edge_types
+        self.linear = nn.Linear(dim * max(1, edge_types), dim)
         self.last_attention = None  # GCN has no attention to record
         self.num_heads = 0
 
@@ -47,6 +82,8 @@ class GCNAggregation(nn.Module):
         with g.local_scope():
             out_norm = g.out_degrees().clamp(min=1).float().pow(-0.5).unsqueeze(-1)  # (N, 1)
             in_norm = g.in_degrees().clamp(min=1).float().pow(-0.5).unsqueeze(-1)  # (N, 1)
+            if self.edge_types:  # per type: (N, T, d) -> W [t-blocks]
+                return self.linear((_typed_sum(g, h * out_norm, self.edge_types) * in_norm.unsqueeze(1)).flatten(1))
             g.ndata["h"] = self.linear(h) * out_norm  # (N, d) W h_j / sqrt(deg_out(j))
             g.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))  # Σ_j over incoming edges
             return g.ndata["h"] * in_norm  # (N, d)
@@ -55,17 +92,23 @@ class GCNAggregation(nn.Module):
         a = dg.adjacency().float()  # (B, n, n) a[b, i, j] = 1 for an edge j -> i
         in_norm = a.sum(-1).clamp(min=1).pow(-0.5).unsqueeze(-1)  # (B, n, 1)
         out_norm = a.sum(-2).clamp(min=1).pow(-0.5).unsqueeze(-1)  # (B, n, 1)
+        if self.edge_types:
+            typed = _typed_adjacency(dg, self.edge_types, h.dtype) @ (h * out_norm).unsqueeze(1)  # (B, T, n, d)
+            return self.linear((typed * in_norm.unsqueeze(1)).transpose(1, 2).flatten(2))  # (B, n, d)
         return in_norm * (a @ (self.linear(h) * out_norm))  # (B, n, d)
 
 
 class _MultiHeadAttention(nn.Module):
     """Shared by GAT and the Transformer: scores per edge -> edge_softmax -> weighted sum -> O."""
 
-    def __init__(self, dim: int, num_heads: int, attn_dropout: float = 0.0):
+    def __init__(self, dim: int, num_heads: int, attn_dropout: float = 0.0, edge_types: int = 0):
         super().__init__()
         if dim % num_heads:
             raise ValueError(f"model.hidden_dim={dim} must be divisible by model.num_heads={num_heads}")
         self.num_heads, self.head_dim = num_heads, dim // num_heads
+        self.edge_types = edge_types
+        # r^V_t: what a message of type t adds to its value, per head (T, H, d_h); zero at first
+        self.rel_value = nn.Parameter(torch.zeros(edge_types, num_heads, self.head_dim)) if edge_types else None
         self.out = nn.Linear(dim, dim)  # O: mixes the concatenated heads
         self.attn_dropout = nn.Dropout(attn_dropout)
         self.record_attention = False  # set True to keep the weights (E, H) in last_attention
@@ -89,15 +132,30 @@ class _MultiHeadAttention(nn.Module):
             g.srcdata["v"] = values  # (N, H, d_h)
             g.edata["a"] = self.attn_dropout(a)
             g.update_all(fn.u_mul_e("v", "a", "m"), fn.sum("m", "agg"))  # (N, H, d_h)
-            return self.out(self._mask_heads(g.dstdata["agg"], 1).flatten(1))  # (N, d)
+            agg = g.dstdata["agg"]
+            if self.edge_types:  # + Σ_j a_ij r^V_type(ij)
+                g.edata["rv"] = g.edata["a"] * self.rel_value[g.edata["etype"]]  # (E, H, d_h)
+                g.update_all(fn.copy_e("rv", "m"), fn.sum("m", "rel"))
+                agg = agg + g.dstdata["rel"]
+            return self.out(self._mask_heads(agg, 1).flatten(1))  # (N, d)
 
     def aggregate_dense(self, scores: torch.Tensor, values: torch.Tensor, dg: DenseGraph) -> torch.Tensor:
         """``scores`` (B, H, n, n) for every pair, ``values`` (B, H, n, d_h) -> (B, n, d)."""
         a = torch.softmax(scores.masked_fill(~dg.mask()[:, None], float("-inf")), dim=-1)  # (B, H, n, n)
         if self.record_attention:
             self.last_attention = a.detach()  # dense: (B, H, n, n), row i = what node i attends to
-        agg = self._mask_heads(self.attn_dropout(a) @ values, 1).transpose(1, 2).flatten(2)  # (B, n, d)
+        a = self.attn_dropout(a)
+        agg = a @ values  # (B, H, n, d_h)
+        if self.edge_types:  # attention mass per type (B, H, n, T), times r^V_t
+            mass = torch.einsum("bhij,bijt->bhit", a, _type_onehot(dg.etype, self.edge_types, a.dtype))
+            agg = agg + torch.einsum("bhit,thd->bhid", mass, self.rel_value)
+        agg = self._mask_heads(agg, 1).transpose(1, 2).flatten(2)  # (B, n, d)
         return self.out(agg * dg.has_incoming())  # a node with no incoming edge gets O(0), as in sparse
+
+    def _gather_types(self, per_type: torch.Tensor, dg: DenseGraph) -> torch.Tensor:
+        """(B, H, n, T) per receiving node and type -> (B, H, n, n) per pair, by the pair's type."""
+        index = dg.etype.unsqueeze(1).expand(-1, per_type.shape[1], -1, -1)  # (B, H, n, n)
+        return per_type.gather(-1, index)
 
 
 class GATAttention(_MultiHeadAttention):
@@ -107,9 +165,12 @@ class GATAttention(_MultiHeadAttention):
     Transformer, so the two differ only in their score function.
     """
 
-    def __init__(self, dim: int, num_heads: int = 4, attn_dropout: float = 0.0, negative_slope: float = 0.2):
-        super().__init__(dim, num_heads, attn_dropout)
+    def __init__(
+        self, dim: int, num_heads: int = 4, attn_dropout: float = 0.0, negative_slope: float = 0.2, edge_types: int = 0
+    ):
+        super().__init__(dim, num_heads, attn_dropout, edge_types)
         self.proj = nn.Linear(dim, dim, bias=False)  # W
+        self.rel_score = nn.Parameter(torch.zeros(edge_types, num_heads)) if edge_types else None  # b_t per head
         self.attn_src = nn.Parameter(torch.empty(num_heads, self.head_dim))  # a_src (H, d_h)
         self.attn_dst = nn.Parameter(torch.empty(num_heads, self.head_dim))  # a_dst (H, d_h)
         nn.init.xavier_uniform_(self.attn_src)
@@ -122,7 +183,10 @@ class GATAttention(_MultiHeadAttention):
             g.srcdata["el"] = (wh * self.attn_src).sum(-1, keepdim=True)  # (N, H, 1) a_src·Wh_j
             g.dstdata["er"] = (wh * self.attn_dst).sum(-1, keepdim=True)  # (N, H, 1) a_dst·Wh_i
             g.apply_edges(fn.u_add_v("el", "er", "e"))  # (E, H, 1)
-            scores = self.leaky_relu(g.edata["e"])
+            e = g.edata["e"]
+            if self.edge_types:
+                e = e + self.rel_score[g.edata["etype"]].unsqueeze(-1)  # + b_type(ij)
+            scores = self.leaky_relu(e)
         return self.aggregate(g, scores, wh)
 
     def forward_dense(self, h: torch.Tensor, dg: DenseGraph) -> torch.Tensor:
@@ -130,8 +194,10 @@ class GATAttention(_MultiHeadAttention):
         wh = self.proj(h).view(b, n, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, n, d_h)
         src = (wh * self.attn_src[:, None]).sum(-1)  # (B, H, n) a_src·Wh_j
         dst = (wh * self.attn_dst[:, None]).sum(-1)  # (B, H, n) a_dst·Wh_i
-        scores = self.leaky_relu(dst[..., :, None] + src[..., None, :])  # (B, H, n_i, n_j)
-        return self.aggregate_dense(scores, wh, dg)
+        e = dst[..., :, None] + src[..., None, :]  # (B, H, n_i, n_j)
+        if self.edge_types:
+            e = e + self.rel_score[dg.etype].permute(0, 3, 1, 2)  # (B, n, n, H) -> (B, H, n, n)
+        return self.aggregate_dense(self.leaky_relu(e), wh, dg)
 
 
 class DotProductAttention(_MultiHeadAttention):
@@ -143,10 +209,14 @@ class DotProductAttention(_MultiHeadAttention):
     attention masked to the graph's edges.
     """
 
-    def __init__(self, dim: int, num_heads: int = 4, attn_dropout: float = 0.0, scaled: bool = True):
-        super().__init__(dim, num_heads, attn_dropout)
+    def __init__(
+        self, dim: int, num_heads: int = 4, attn_dropout: float = 0.0, scaled: bool = True, edge_types: int = 0
+    ):
+        super().__init__(dim, num_heads, attn_dropout, edge_types)
         self.query, self.key, self.value = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, dim)
         self.scale = 1.0 / math.sqrt(self.head_dim) if scaled else 1.0
+        # r^K_t: what a message of type t adds to its key, per head (T, H, d_h)
+        self.rel_key = nn.Parameter(torch.randn(edge_types, num_heads, self.head_dim) * 0.02) if edge_types else None
 
     def forward(self, g: dgl.DGLGraph, h: torch.Tensor) -> torch.Tensor:
         shape = (-1, self.num_heads, self.head_dim)
@@ -155,6 +225,10 @@ class DotProductAttention(_MultiHeadAttention):
             g.srcdata["k"], g.dstdata["q"] = k, q * self.scale
             g.apply_edges(fn.u_dot_v("k", "q", "score"))  # (E, H, 1) k_j · q_i / sqrt(d_h) on edge j -> i
             scores = g.edata["score"]
+            if self.edge_types:  # + r^K_type(ij) · q_i / sqrt(d_h)
+                g.edata["rk"] = self.rel_key[g.edata["etype"]]  # (E, H, d_h)
+                g.apply_edges(fn.e_dot_v("rk", "q", "rel"))
+                scores = scores + g.edata["rel"]
         return self.aggregate(g, scores, v)
 
     def forward_dense(self, h: torch.Tensor, dg: DenseGraph) -> torch.Tensor:
@@ -166,6 +240,9 @@ class DotProductAttention(_MultiHeadAttention):
             return x.view(b, n, self.num_heads, self.head_dim).transpose(1, 2)
 
         q, k, v = heads(self.query(h)), heads(self.key(h)), heads(self.value(h))
+        if self.edge_types:  # scores + q_i · r^K_type(ij), then the explicit form (for the value vectors)
+            rel = self._gather_types(torch.einsum("bhid,thd->bhit", q, self.rel_key), dg)  # (B, H, n, n)
+            return self.aggregate_dense((q @ k.transpose(-1, -2) + rel) * self.scale, v, dg)
         if self.record_attention:  # the explicit form, to keep the weights
             return self.aggregate_dense((q @ k.transpose(-1, -2)) * self.scale, v, dg)
         mask = None if dg.unmasked() else dg.mask()[:, None]  # (B, 1, n, n)
@@ -184,39 +261,65 @@ class PoolAggregation(nn.Module):
 
     No scores, no softmax, no heads: every neighbour counts the same, whatever its content.
     A node with no incoming edge gets ``W · 0`` (DGL's convention for empty reductions).
+    With ``edge_types`` the reduction runs per type, each with its own W (R-GCN style); a type
+    with no edge at a node contributes 0.
     """
 
     REDUCERS = {"sum": fn.sum, "mean": fn.mean, "max": fn.max}
 
-    def __init__(self, dim: int, num_heads: int = 1, attn_dropout: float = 0.0, reduce: str = "sum"):
+    def __init__(
+        self, dim: int, num_heads: int = 1, attn_dropout: float = 0.0, reduce: str = "sum", edge_types: int = 0
+    ):
         super().__init__()
         if reduce not in self.REDUCERS:
             raise ValueError(f"unknown reduction {reduce!r}; valid: {', '.join(self.REDUCERS)}")
-        self.reduce, self.linear = reduce, nn.Linear(dim, dim)
+        self.reduce, self.edge_types = reduce, edge_types
+        self.linear = nn.Linear(dim * max(1, edge_types), dim)
         self.last_attention, self.num_heads = None, 0
 
     def forward(self, g: dgl.DGLGraph, h: torch.Tensor) -> torch.Tensor:
+        if self.edge_types:
+            return self.linear(self._typed(g, h).flatten(1))  # (N, T d) -> (N, d)
         with g.local_scope():
             g.ndata["h"] = h
             g.update_all(fn.copy_u("h", "m"), self.REDUCERS[self.reduce]("m", "agg"))  # (N, d)
             return self.linear(g.ndata["agg"])
 
+    def _typed(self, g: dgl.DGLGraph, h: torch.Tensor) -> torch.Tensor:
+        """(N, T, d): the reduction over each type's in-edges."""
+        if self.reduce != "max":
+            agg = _typed_sum(g, h, self.edge_types)
+            if self.reduce == "mean":
+                agg = agg / _typed_sum(g, h.new_ones(h.shape[0], 1), self.edge_types).clamp(min=1)
+            return agg
+        with g.local_scope():  # max: messages of other types are pushed to -inf, empty types set to 0
+            g.srcdata["h"] = h.unsqueeze(1)  # (N, 1, d)
+            onehot = _type_onehot(g.edata["etype"], self.edge_types, h.dtype)
+            g.edata["off"] = torch.where(onehot > 0, 0.0, float("-inf")).unsqueeze(-1)  # (E, T, 1)
+            g.update_all(fn.u_add_e("h", "off", "m"), fn.max("m", "agg"))  # (N, T, d)
+            agg = g.dstdata["agg"]
+            return torch.where(torch.isfinite(agg), agg, torch.zeros_like(agg))
+
     def forward_dense(self, h: torch.Tensor, dg: DenseGraph) -> torch.Tensor:
         adj = dg.adjacency()  # (B, n, n) adj[b, i, j]: an edge j -> i
+        if self.edge_types:
+            typed = [self._reduce_dense(h, adj & (dg.etype == t)) for t in range(self.edge_types)]
+            return self.linear(torch.cat(typed, -1))  # (B, n, T d) -> (B, n, d)
+        return self.linear(self._reduce_dense(h, adj))
+
+    def _reduce_dense(self, h: torch.Tensor, adj: torch.Tensor) -> torch.Tensor:
+        """(B, n, d): the reduction over the edges of ``adj`` (B, n, n); 0 at a node with none."""
         if self.reduce == "max":  # (B, n, n, d) at once: fine at sentence lengths
             msgs = h[:, None, :, :].masked_fill(~adj[..., None], float("-inf")).amax(2)  # (B, n, d)
-            agg = msgs.masked_fill(~dg.has_incoming().bool(), 0.0)
-        else:
-            a = adj.to(h.dtype)
-            agg = a @ h  # (B, n, d)
-            if self.reduce == "mean":
-                agg = agg / a.sum(-1, keepdim=True).clamp(min=1)
-        return self.linear(agg)
+            return msgs.masked_fill(~adj.any(-1, keepdim=True), 0.0)
+        a = adj.to(h.dtype)
+        agg = a @ h  # (B, n, d)
+        return agg / a.sum(-1, keepdim=True).clamp(min=1) if self.reduce == "mean" else agg
 
 
 def _pool(reduce: str):
-    def make(dim: int, num_heads: int = 1, attn_dropout: float = 0.0) -> PoolAggregation:
-        return PoolAggregation(dim, num_heads, attn_dropout, reduce=reduce)
+    def make(dim: int, num_heads: int = 1, attn_dropout: float = 0.0, edge_types: int = 0) -> PoolAggregation:
+        return PoolAggregation(dim, num_heads, attn_dropout, reduce=reduce, edge_types=edge_types)
 
     return make
 

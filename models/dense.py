@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import dgl
 import torch
 
+from data.graphs import CLS_EDGE, FROM_LEFT, FROM_RIGHT, SELF
+
 
 @dataclass
 class DenseGraph:
@@ -26,6 +28,7 @@ class DenseGraph:
     valid: torch.Tensor  # (B, n) bool: a real node, not padding
     index: torch.Tensor  # (N,) long: where each node of the flat batch sits in the flattened (B * n)
     adj: torch.Tensor | None  # (B, n, n) bool, adj[b, i, j]: j -> i
+    etype: torch.Tensor | None = None  # (B, n, n) long: the type of edge j -> i (data.graphs), when asked for
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -78,18 +81,38 @@ def layout(sizes: torch.Tensor, device) -> tuple[torch.Tensor, torch.Tensor, tor
     return graph_id, local, valid
 
 
-def to_dense(g: dgl.DGLGraph, device, complete: bool = False) -> DenseGraph:
+def positional_edge_types(pos: torch.Tensor) -> torch.Tensor:
+    """(B, n, n) edge types of every pair of a padded batch by position alone (``data.graphs.edge_types``
+    without a tree): self on the diagonal, <cls> to/from a node with ``pos < 0``, else left/right.
+    ``pos`` (B, n) is each node's position, -1 at <cls> (and at padding, which no edge touches)."""
+    n = pos.shape[1]
+    i = torch.arange(n, device=pos.device)
+    etype = torch.where(i[None, :] < i[:, None], FROM_LEFT, FROM_RIGHT).expand(pos.shape[0], n, n)  # j < i: left
+    etype = torch.where((pos[:, :, None] < 0) | (pos[:, None, :] < 0), CLS_EDGE, etype)
+    return torch.where(torch.eye(n, dtype=torch.bool, device=pos.device), SELF, etype)
+
+
+def to_dense(g: dgl.DGLGraph, device, complete: bool = False, edge_types: bool = False) -> DenseGraph:
     """The dense twin of a batched graph. ``complete=True`` (complete graph with self loops) skips
-    building the n x n mask: it is implied by the sizes."""
+    building the n x n mask: it is implied by the sizes. ``edge_types`` adds the (B, n, n) type matrix."""
     graph_id, local, valid = layout(g.batch_num_nodes(), device)
     n = valid.shape[1]
     index = graph_id * n + local
     if complete:
-        return DenseGraph(valid, index, None)
+        etype = None
+        if edge_types:
+            pos = torch.full((len(valid) * n,), -1, dtype=torch.long, device=device)
+            pos[index] = g.ndata["pos"].to(device)
+            etype = positional_edge_types(pos.view(len(valid), n))
+        return DenseGraph(valid, index, None, etype)
     src, dst = (e.to(device) for e in g.edges())
     adj = torch.zeros(valid.shape[0], n, n, dtype=torch.bool, device=device)
     adj[graph_id[dst], local[dst], local[src]] = True
-    return DenseGraph(valid, index, adj)
+    etype = None
+    if edge_types:
+        etype = torch.zeros(valid.shape[0], n, n, dtype=torch.long, device=device)
+        etype[graph_id[dst], local[dst], local[src]] = g.edata["etype"].to(device)
+    return DenseGraph(valid, index, adj, etype)
 
 
 def knn_adjacency(h: torch.Tensor, candidates: torch.Tensor, k: int) -> torch.Tensor:

@@ -8,6 +8,11 @@
 This is the pre-LayerNorm Transformer block (Xiong et al., 2020); ``norm=post`` gives the
 original post-LN block. With ``share_weights`` one block is applied L times: a recurrent GNN,
 which can go deep cheaply (a k-layer GNN only sees k hops of a ListOps tree).
+
+``update=gru`` replaces the residual sum of the aggregation step by a gated update (Li et al.,
+2016, gated graph networks): ĥ_i = GRU(Dropout(Aggregate(LN(h))_i), h_i), so a node can keep its
+state until its children's messages are ready. ``edge_types`` lets every message know whether it
+comes from a child, the head, itself, the left or the right (``models/aggregators.py``).
 """
 
 from __future__ import annotations
@@ -18,14 +23,15 @@ import dgl
 import torch
 from torch import nn
 
-from data.graphs import STRUCTURAL_PE
+from data.graphs import EDGE_TYPES, STRUCTURAL_PE, TREE_GRAPHS
 from models.aggregators import AGGREGATORS
-from models.dense import DenseGraph, knn_adjacency, to_dense
+from models.dense import DenseGraph, knn_adjacency, positional_edge_types, to_dense
 
 READOUTS = ("mean", "root", "cls")
 POSITIONAL = ("sinusoidal", "none") + STRUCTURAL_PE
 NORMS = ("pre", "post")
 IMPLS = ("sparse", "dense", "auto")
+UPDATES = ("residual", "gru")
 
 
 def sinusoidal_encoding(pos: torch.Tensor, dim: int) -> torch.Tensor:
@@ -40,9 +46,21 @@ def sinusoidal_encoding(pos: torch.Tensor, dim: int) -> torch.Tensor:
 class Block(nn.Module):
     """Residual aggregation, then residual feed-forward; LayerNorm before (pre) or after (post) each."""
 
-    def __init__(self, aggregator: nn.Module, dim: int, ffn: bool, ffn_mult: int, dropout: float, norm: str):
+    def __init__(
+        self,
+        aggregator: nn.Module,
+        dim: int,
+        ffn: bool,
+        ffn_mult: int,
+        dropout: float,
+        norm: str,
+        update: str = "residual",
+    ):
         super().__init__()
+        if update not in UPDATES:
+            raise ValueError(f"unknown model.update {update!r}; valid: {', '.join(UPDATES)}")
         self.aggregator, self.norm_type = aggregator, norm
+        self.gru = nn.GRUCell(dim, dim) if update == "gru" else None  # gated update of h by the message
         self.norm1, self.dropout = nn.LayerNorm(dim), nn.Dropout(dropout)
         self.ffn = (
             nn.Sequential(nn.Linear(dim, ffn_mult * dim), nn.GELU(), nn.Linear(ffn_mult * dim, dim)) if ffn else None
@@ -54,13 +72,19 @@ class Block(nn.Module):
             return self.aggregator.forward_dense(h, g)
         return self.aggregator(g, h)  # message passing: h is (N, d)
 
+    def combine(self, h: torch.Tensor, message: torch.Tensor) -> torch.Tensor:
+        """h + message (residual), or GRU(message, h) (gated), for (N, d) or (B, n, d) tensors."""
+        if self.gru is None:
+            return h + message
+        return self.gru(message.reshape(-1, h.shape[-1]), h.reshape(-1, h.shape[-1])).view_as(h)
+
     def forward(self, g: dgl.DGLGraph | DenseGraph, h: torch.Tensor) -> torch.Tensor:
         if self.norm_type == "pre":
-            h = h + self.dropout(self.aggregate(g, self.norm1(h)))  # (N, d) or (B, n, d)
+            h = self.combine(h, self.dropout(self.aggregate(g, self.norm1(h))))  # (N, d) or (B, n, d)
             if self.ffn is not None:
                 h = h + self.dropout(self.ffn(self.norm2(h)))
             return h
-        h = self.norm1(h + self.dropout(self.aggregate(g, h)))
+        h = self.norm1(self.combine(h, self.dropout(self.aggregate(g, h))))
         if self.ffn is not None:
             h = self.norm2(h + self.dropout(self.ffn(h)))
         return h
@@ -99,6 +123,8 @@ class GraphEncoder(nn.Module):
         graph=None,
         impl: str = "sparse",
         dense_min_density: float = 0.0,
+        edge_types: bool = False,
+        update: str = "residual",
     ):
         super().__init__()
         for name, value, valid in (
@@ -112,15 +138,18 @@ class GraphEncoder(nn.Module):
                 raise ValueError(f"unknown model.{name} {value!r}; valid: {', '.join(valid)}")
         self.hidden_dim, self.num_layers, self.positional, self.readout = hidden_dim, num_layers, positional, readout
         self.graph, self.impl, self.dense_min_density = graph, impl, dense_min_density
+        self.edge_types = bool(edge_types)
         self.embed = nn.Embedding(vocab_size, hidden_dim)
         self.embed_dropout = nn.Dropout(dropout)
         # lap_pe / random_walk_pe arrive as ndata['pe'] (N, pe_dim), built with the graphs; a linear map to d
         self.pe_proj = nn.Linear(pe_dim, hidden_dim) if positional in STRUCTURAL_PE else None
         extra = {"scaled": scaled} if aggregator == "transformer" else {}
+        if edge_types:
+            extra["edge_types"] = len(EDGE_TYPES)
 
         def make_block():
             agg = AGGREGATORS[aggregator](hidden_dim, num_heads=num_heads, attn_dropout=attn_dropout, **extra)
-            return Block(agg, hidden_dim, ffn, ffn_mult, dropout, norm)
+            return Block(agg, hidden_dim, ffn, ffn_mult, dropout, norm, update)
 
         self.blocks = nn.ModuleList([make_block() for _ in range(1 if share_weights else num_layers)])
         self.final_norm = nn.LayerNorm(hidden_dim) if norm == "pre" else nn.Identity()
@@ -188,7 +217,7 @@ class GraphEncoder(nn.Module):
         """The padded twin of ``g`` on the model's device, and its (B, n) mask of token nodes."""
         device = self.embed.weight.device
         complete = self.graph is not None and self.graph.name == "complete" and self.graph.self_loops
-        dg = to_dense(g, device, complete=complete)
+        dg = to_dense(g, device, complete=complete, edge_types=self.edge_types)
         return dg, dg.valid & (dg.pad(g.ndata["pos"].to(device)) >= 0)  # pos is -1 at <cls>
 
     def dense_knn(self, dg: DenseGraph, x: torch.Tensor, tokens: torch.Tensor) -> DenseGraph:
@@ -197,7 +226,10 @@ class GraphEncoder(nn.Module):
         adj = knn_adjacency(x, tokens, self.graph.k) | dg.adjacency()
         if self.graph.self_loops:
             adj = adj | (torch.eye(x.shape[1], dtype=torch.bool, device=x.device) & tokens[:, :, None])
-        return DenseGraph(dg.valid, dg.index, adj)
+        etype = None
+        if self.edge_types:  # by position, as GraphConstruction.rebuild types them (pos -1 marks <cls>)
+            etype = positional_edge_types(torch.where(tokens, 0, -1))
+        return DenseGraph(dg.valid, dg.index, adj, etype)
 
     def dense_states(self, g: dgl.DGLGraph) -> tuple[torch.Tensor, DenseGraph, torch.Tensor]:
         """Final node features (B, n, d) of the padded batch, its DenseGraph and token mask."""
@@ -234,11 +266,32 @@ class GraphEncoder(nn.Module):
             return dgl.sum_nodes(g, "h") / dgl.sum_nodes(g, "w").clamp(min=1)  # (B, d)
 
 
-def build_model(model_cfg, vocab_size: int, num_classes: int, construction=None) -> GraphEncoder:
-    """The encoder named by ``model.name`` (an aggregator of ``models.aggregators.AGGREGATORS``) with the
-    config's sizes."""
-    if model_cfg["name"] not in AGGREGATORS:
-        raise ValueError(f"unknown model {model_cfg['name']!r}; valid models: {', '.join(AGGREGATORS)}")
+# Recursive models (models/recursive.py): name -> the cell used when model.cell is not given.
+RECURSIVE_MODELS = {"treelstm": "childsum", "recursive": "deepsets"}
+MODELS = tuple(AGGREGATORS) + tuple(RECURSIVE_MODELS)
+
+
+def build_model(model_cfg, vocab_size: int, num_classes: int, construction=None) -> nn.Module:
+    """The model named by ``model.name``: a synchronous encoder with an aggregator of
+    ``models.aggregators.AGGREGATORS``, or a recursive model (``treelstm``, ``recursive``), with the config's sizes."""
+    if model_cfg["name"] not in MODELS:
+        raise ValueError(f"unknown model {model_cfg['name']!r}; valid models: {', '.join(MODELS)}")
+    if model_cfg["name"] in RECURSIVE_MODELS:
+        from models.recursive import RecursiveEncoder
+
+        if construction is not None and construction.name not in TREE_GRAPHS:
+            raise ValueError(
+                f"model={model_cfg['name']} walks a tree from the leaves up, and graph={construction.name} has no "
+                f"tree (no child -> head direction): use graph={' or graph='.join(TREE_GRAPHS)}"
+            )
+        return RecursiveEncoder(
+            vocab_size,
+            num_classes,
+            cell=model_cfg.get("cell") or RECURSIVE_MODELS[model_cfg["name"]],
+            hidden_dim=int(model_cfg["hidden_dim"]),
+            dropout=float(model_cfg["dropout"]),
+            readout=model_cfg["readout"],
+        )
     return GraphEncoder(
         vocab_size,
         num_classes,
@@ -259,4 +312,6 @@ def build_model(model_cfg, vocab_size: int, num_classes: int, construction=None)
         graph=construction,
         impl=model_cfg.get("impl", "sparse"),
         dense_min_density=float(model_cfg.get("dense_min_density", 0.0)),
+        edge_types=bool(model_cfg.get("edge_types", False)),
+        update=model_cfg.get("update", "residual"),
     )

@@ -25,8 +25,9 @@ GRAPHS = ("complete", "tree", "window", "knn", "none")
 
 
 def batch(construction, num=7, seed=3, max_length=40):
-    """A batch of ListOps graphs of mixed lengths (4 to ~40 tokens)."""
-    examples = list(listops.generate(num, seed=seed, max_length=max_length))
+    """A batch of ListOps graphs of mixed lengths (4 to ~40 tokens), and a bare digit (one node)."""
+    examples = list(listops.generate(num, seed=seed, max_length=max_length, root_operator=True))
+    examples.append(listops.make_example(["7"]))
     ids = {t: i + 3 for i, t in enumerate(listops.TOKENS)}
     graphs = [construction([ids[t] for t in ex["tokens"]], ex["heads"]) for ex in examples]
     assert len({g.num_nodes() for g in graphs}) > 2, "want mixed lengths"
@@ -159,3 +160,41 @@ def test_nodes_with_no_incoming_edge_agree(model):
     torch.testing.assert_close(dense_out, sparse_out, atol=1e-5, rtol=0)
     for name in sparse_grads:
         torch.testing.assert_close(dense_grads[name], sparse_grads[name], atol=1e-5, rtol=0, msg=name)
+
+
+# --------------------------------------------------------------------------------------------
+# Direction-aware messages (edge types) and the gated update: the twins stay equal
+# --------------------------------------------------------------------------------------------
+TYPED_GRAPHS = ("complete", "tree", "binary_tree", "window", "knn")
+
+
+@pytest.mark.parametrize("model,graph", list(itertools.product(MODELS, TYPED_GRAPHS)))
+def test_sparse_and_dense_agree_with_edge_types(model, graph):
+    construction = GraphConstruction(name=graph, k=3, phrase_id=2)
+    g = batch(construction, seed=4)
+    m = encoder(model, construction, edge_types=True, update="gru", readout="root")
+    with torch.no_grad():  # the type parameters start at zero: give them values so they matter
+        for name, p in m.named_parameters():
+            if "rel_" in name:
+                p.normal_()
+    sparse_out, sparse_grads = outputs_and_grads(m, g, "sparse")
+    dense_out, dense_grads = outputs_and_grads(m, g, "dense")
+    torch.testing.assert_close(dense_out, sparse_out, atol=1e-5, rtol=0)
+    assert any("rel_" in n or "gru" in n for n in sparse_grads)
+    for name in sparse_grads:
+        torch.testing.assert_close(dense_grads[name], sparse_grads[name], atol=1e-5, rtol=0, msg=name)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_sparse_and_dense_agree_with_edge_types_and_cls(model):
+    construction = GraphConstruction(name="complete", cls_id=2)
+    g = batch(construction, seed=6)
+    m = encoder(model, construction, edge_types=True, readout="cls")
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            if "rel_" in name:
+                p.normal_()
+    m.impl = "sparse"
+    sparse = m(g)
+    m.impl = "dense"
+    torch.testing.assert_close(m(g), sparse, atol=1e-5, rtol=0)

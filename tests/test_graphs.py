@@ -18,7 +18,7 @@ from data.graphs import (
     tree_edges,
     window_edges,
 )
-from data.vocab import CLS, PAD, SPECIALS, UNK, Vocab
+from data.vocab import CLS, PAD, PHRASE, SPECIALS, UNK, Vocab
 
 # heads of [MAX 2 [MIN 4 7 ] 0 ]  (0 [MAX, 1 2, 2 [MIN, 3 4, 4 7, 5 ], 6 0, 7 ])
 HEADS = [-1, 0, 0, 2, 2, 2, 0, 0]
@@ -128,7 +128,10 @@ def graph_pairs(g: dgl.DGLGraph) -> list[tuple[int, int]]:
     return pair_list(g.edges())
 
 
-@pytest.mark.parametrize("name", GRAPHS)
+TOKEN_GRAPHS = tuple(g for g in GRAPHS if g != "binary_tree")  # binary_tree adds phrase nodes: tests/test_recursive.py
+
+
+@pytest.mark.parametrize("name", TOKEN_GRAPHS)
 @pytest.mark.parametrize("self_loops", [True, False])
 def test_construction_without_cls(name, self_loops):
     g = GraphConstruction(name=name, self_loops=self_loops, window=2, k=3)(TOK, HEADS)
@@ -144,7 +147,7 @@ def test_construction_without_cls(name, self_loops):
     assert GraphConstruction(name=name).dynamic == (name == "knn")
 
 
-@pytest.mark.parametrize("name", GRAPHS)
+@pytest.mark.parametrize("name", TOKEN_GRAPHS)
 @pytest.mark.parametrize("self_loops", [True, False])
 def test_construction_with_cls(name, self_loops):
     cls_id = 2
@@ -354,26 +357,33 @@ SENTENCES = [["b", "a", "c"], ["a", "b", "a"], ["d", "a"], ["c", "e", "b"]]
 
 def test_vocab_build_order():
     v = Vocab.build(SENTENCES)
-    assert v.to_list() == [PAD, UNK, CLS, "a", "b", "c", "d", "e"]  # d and e tie: alphabetical
-    assert len(v) == 8
-    assert (v.stoi[PAD], v.stoi[UNK], v.stoi[CLS]) == (0, 1, 2)
-    assert v.cls_id == 2
+    assert v.to_list() == [PAD, UNK, CLS, PHRASE, "a", "b", "c", "d", "e"]  # d and e tie: alphabetical
+    assert len(v) == 9
+    assert (v.stoi[PAD], v.stoi[UNK], v.stoi[CLS], v.stoi[PHRASE]) == (0, 1, 2, 3)
+    assert v.cls_id == 2 and v.phrase_id == 3
+
+
+def test_vocab_saved_before_phrase_nodes_still_loads():
+    old = Vocab([PAD, UNK, CLS, "a", "b"])  # a checkpoint's vocabulary from before <phrase>
+    assert old.encode(["b", "a"]) == [4, 3]
+    with pytest.raises(ValueError, match="predates graph=binary_tree"):
+        _ = old.phrase_id
 
 
 def test_vocab_min_freq():
-    assert Vocab.build(SENTENCES, min_freq=2).to_list() == [PAD, UNK, CLS, "a", "b", "c"]
-    assert Vocab.build(SENTENCES, min_freq=4).to_list() == [PAD, UNK, CLS, "a"]
+    assert Vocab.build(SENTENCES, min_freq=2).to_list() == [PAD, UNK, CLS, PHRASE, "a", "b", "c"]
+    assert Vocab.build(SENTENCES, min_freq=4).to_list() == [PAD, UNK, CLS, PHRASE, "a"]
     assert Vocab.build(SENTENCES, min_freq=5).to_list() == list(SPECIALS)
 
 
 def test_vocab_specials_in_data_not_duplicated():
     v = Vocab.build([[UNK, "x", CLS, "x"]])
-    assert v.to_list() == [PAD, UNK, CLS, "x"]
+    assert v.to_list() == [PAD, UNK, CLS, PHRASE, "x"]
 
 
 def test_vocab_encode_unknown():
     v = Vocab.build(SENTENCES)
-    assert v.encode(["a", "e", "zzz", "b", ""]) == [3, 7, 1, 4, 1]
+    assert v.encode(["a", "e", "zzz", "b", ""]) == [4, 8, 1, 5, 1]
     assert v.encode([]) == []
 
 
@@ -384,7 +394,7 @@ def test_vocab_round_trip():
     assert "mutated" not in v.to_list()  # to_list gives a copy
     w = Vocab(v.to_list())
     assert w == v
-    assert w.encode(["c", "a", "q"]) == v.encode(["c", "a", "q"]) == [5, 3, 1]
+    assert w.encode(["c", "a", "q"]) == v.encode(["c", "a", "q"]) == [6, 4, 1]
     assert v != Vocab(list(SPECIALS) + ["a"])
     assert v != v.to_list()
 

@@ -130,16 +130,17 @@ def test_make_example_fields():
         ([], "empty expression"),
         (toks("[SM 1 FOO ]"), r"unknown token 'FOO' at position 2"),
         (toks("[SM 1 2 ] ]"), r"extra tokens after the root operator closed, at token 4"),
-        (toks("] 1 2"), "must start with an operator"),
+        (toks("] 1 2"), "must be a digit or start with an operator"),
         (toks("[SM 1 2"), r"1 operator\(s\) never closed"),
         (toks("[MAX 1 [SM 2 3 ]"), r"1 operator\(s\) never closed"),
         (toks("[MAX 1 [SM 2"), r"2 operator\(s\) never closed"),
         (toks("[SM ]"), r"operator \[SM closed at token 1 with no arguments"),
         (toks("[MAX 1 [MIN ] ]"), r"operator \[MIN closed at token 3 with no arguments"),
-        (toks("5"), "must start with an operator"),
+        (toks("5 5"), "must be a digit or start with an operator"),
+        (toks("]"), "must be a digit or start with an operator"),
         (toks("[SM 1 2 ] 5"), "extra tokens after the root operator closed"),
-        (toks("[ADD 1 2 ]"), "must start with an operator"),
-        (toks("[sm 1 2 ]"), "must start with an operator"),
+        (toks("[ADD 1 2 ]"), "must be a digit or start with an operator"),
+        (toks("[sm 1 2 ]"), "must be a digit or start with an operator"),
         (toks("[SM 1 12 ]"), r"unknown token '12'"),
     ],
 )
@@ -189,12 +190,14 @@ def test_generate_zero():
 def test_generate_respects_limits(max_length, max_depth, max_args):
     examples = list(generate(200, seed=11, max_length=max_length, max_depth=max_depth, max_args=max_args))
     assert len(examples) == 200
+    bare = [ex for ex in examples if len(ex["tokens"]) == 1]
+    assert 1 <= len(bare) <= 10 and all(ex["depth"] == 0 and ex["heads"] == [-1] for ex in bare)
     for ex in examples:
         tokens, heads = ex["tokens"], ex["heads"]
         assert len(tokens) <= max_length
-        assert tokens[0] in OPERATORS and heads[0] == -1
+        assert (tokens[0] in OPERATORS or len(tokens) == 1) and heads[0] == -1
         assert heads.count(-1) == 1
-        assert 1 <= ex["depth"] <= max_depth
+        assert (1 if len(tokens) > 1 else 0) <= ex["depth"] <= max_depth
         kids = children_of(heads)
         for i, tok in enumerate(tokens):
             if tok in OPERATORS:
@@ -221,7 +224,8 @@ def test_generate_labels_match_reparse(big_sample):
 
 def test_generate_variety(big_sample):
     roots = Counter(e["tokens"][0] for e in big_sample)
-    assert set(roots) == set(OPERATORS)
+    assert set(roots) == set(OPERATORS) | {str(d) for d in range(10)}  # all ten bare digits come early
+    assert sum(roots[str(d)] for d in range(10)) == 10
     depths = {e["depth"] for e in big_sample}
     assert len(depths) > 1
     assert len({e["label"] for e in big_sample}) > 1
@@ -230,15 +234,20 @@ def test_generate_variety(big_sample):
 
 def test_generate_bad_arguments():
     with pytest.raises(ListOpsError, match="max_length >= 4"):
-        list(generate(5, max_length=3))
+        list(generate(5, max_length=3, root_operator=True))
+    with pytest.raises(ListOpsError, match="max_length >= 1"):
+        list(generate(5, max_length=0))
     with pytest.raises(ListOpsError, match="num >= 0"):
         list(generate(-1))
 
 
 def test_generate_gives_up_when_too_few_unique():
-    # with 4 tokens only the 4 * 100 expressions "[OP d d ]" exist
+    # with 4 tokens only the 4 * 100 expressions "[OP d d ]" exist, and the 10 bare digits
     with pytest.raises(ListOpsError, match="could only make"):
-        list(generate(401, seed=0, max_length=4, max_args=2))
+        list(generate(411, seed=0, max_length=4, max_args=2))
+    with pytest.raises(ListOpsError, match="could only make"):
+        list(generate(401, seed=0, max_length=4, max_args=2, root_operator=True))
+    assert len(list(generate(410, seed=0, max_length=4, max_args=2))) == 410
 
 
 # --------------------------------------------------------------------------------------------
@@ -383,3 +392,37 @@ def test_read_tsv_missing_file(tmp_path):
     (tmp_path / "dir.tsv").mkdir()
     with pytest.raises(ListOpsError, match="no such ListOps file"):
         read_tsv(tmp_path / "dir.tsv")
+
+
+# --------------------------------------------------------------------------------------------
+# The splits are i.i.d. samples of one pool
+# --------------------------------------------------------------------------------------------
+def _homogeneity_p(samples: list[list[int]], edges: list[int]) -> float:
+    """Chi-square test that the samples share one distribution over the buckets [edges[i], edges[i+1])."""
+    from scipy.stats import chi2_contingency
+
+    table = [[sum(lo <= v < hi for v in s) for lo, hi in zip(edges, edges[1:])] for s in samples]
+    return chi2_contingency(table)[1]
+
+
+LENGTH_EDGES = [1, 2, 8, 14, 20, 30, 45, 70, 101]  # bare digits, then buckets of >= ~5% each
+DEPTH_EDGES = [0, 1, 2, 3, 4, 5, 7, 99]
+
+
+def test_splits_are_iid_in_length_and_depth():
+    """Train, val and test have the same length and depth distributions: a chi-square test of
+    homogeneity must not reject at 1%. The test has power: the unshuffled generation stream (the
+    old splits) is rejected at p < 1e-4 between its first and last 1,000 expressions."""
+    from data.pipeline import load_splits
+
+    cfg = {"name": "listops", "num_train": 6000, "num_val": 1000, "num_test": 1000, "max_length": 100,
+           "max_depth": 20, "p_operator": 0.25, "max_args": 5, "seed": 0}  # fmt: skip
+    splits = load_splits(cfg, progress=False)
+    lengths = [splits[s]["length"] for s in ("train", "val", "test")]
+    depths = [splits[s]["depth"] for s in ("train", "val", "test")]
+    assert _homogeneity_p(lengths, LENGTH_EDGES) > 0.01
+    assert _homogeneity_p(depths, DEPTH_EDGES) > 0.01
+    stream = list(generate(8000, seed=0))
+    first, last = [len(e["tokens"]) for e in stream[:1000]], [len(e["tokens"]) for e in stream[-1000:]]
+    assert _homogeneity_p([first, last], LENGTH_EDGES) < 1e-4
+    assert sum(splits[s]["length"].count(1) for s in splits) == 10  # every bare digit, somewhere

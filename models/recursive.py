@@ -1,0 +1,290 @@
+"""Scheduled message passing: every node updates once, after all its children.
+
+The synchronous models (``models/encoder.py``) update every node at every layer, so L layers see
+L hops. A *recursive* model walks the tree instead, leaves first: a node's state is a function of
+its own token and its children's finished states,
+
+    h_i = Cell(x_i, {h_c : c a child of i})                       (children before heads)
+
+so one pass reaches the root however deep the tree is. This is how syntax trees first entered
+neural NLP (recursive networks, Tree-LSTMs), the essay's "earlier way": here they are the anchor
+the message-passing models are held to. Three cells:
+
+  childsum   Child-Sum Tree-LSTM (Tai et al., 2015): gates from the *sum* of the children's h,
+             one forget gate per child. Any number of children, in any order.
+  binary     N-ary Tree-LSTM with N = 2 (Tai et al., 2015): separate weights for the left and the
+             right child. Reads graph=binary_tree (the published ListOps parentheses).
+  deepsets   h_i = MLP([x_i ; Σ_c φ(h_c)]): a Deep Sets / GIN update (Zaheer et al., 2017; Xu et
+             al., 2019). Its children's sum can count, which sum-mod-10 needs.
+
+Two ways to run the schedule, tested equal (tests/test_recursive.py):
+
+* ``forward_reference``: DGL's own idiom, ``dgl.prop_nodes_topo`` over the child -> head graph
+  with a message / reduce / apply function per cell: readable, but one Python-level pull per
+  frontier, with DGL's degree bucketing inside each.
+* ``forward`` (the one that trains): the same levels precomputed once per batch (a node's
+  *height* is 0 at a leaf, 1 + its tallest child's otherwise; all nodes of one height can be
+  computed together), then per level one gather of the children's states, one ``index_add``
+  and one cell call for the whole batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import dgl
+import torch
+from torch import nn
+
+from data.graphs import FROM_CHILD, TREE_GRAPHS
+
+CELLS = ("childsum", "binary", "deepsets")
+
+
+# --------------------------------------------------------------------------------------------
+# The schedule of a batch: levels of nodes, and the child -> head edges into each level
+# --------------------------------------------------------------------------------------------
+@dataclass
+class Level:
+    nodes: torch.Tensor  # (P,) the nodes computed at this level
+    child: torch.Tensor  # (E,) each child -> head edge into them: the child
+    parent: torch.Tensor  # (E,) ... and the head's index in ``nodes`` (0..P-1)
+    slot: torch.Tensor  # (E,) ... and the child's place among its siblings (0 = leftmost)
+
+
+def child_edges(g: dgl.DGLGraph) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(child, head)`` of every tree edge, read from the edge types the constructions store."""
+    if "height" not in g.ndata or "etype" not in g.edata:
+        raise ValueError(
+            "recursive models (model=treelstm, model=recursive) need a tree to walk: "
+            f"use graph={' or graph='.join(TREE_GRAPHS)}"
+        )
+    src, dst = g.edges()
+    up = g.edata["etype"] == FROM_CHILD
+    return src[up], dst[up]
+
+
+def schedule(g: dgl.DGLGraph) -> list[Level]:
+    """The levels of a batch of trees, leaves first (``ndata['height']`` was stored by the construction)."""
+    child, head = child_edges(g)  # checks first that the graphs carry a tree
+    height = g.ndata["height"]  # (N,)
+    order = torch.argsort(height, stable=True)  # nodes level by level
+    counts = torch.bincount(height).tolist()  # nodes per level
+    rank = torch.empty_like(order)  # a node's index within its level
+    starts = torch.cumsum(torch.tensor([0] + counts[:-1]), 0)
+    rank[order] = torch.arange(len(order)) - starts.repeat_interleave(torch.tensor(counts))
+    edge_order = torch.argsort(height[head], stable=True)
+    child, head = child[edge_order], head[edge_order]
+    edge_counts = torch.bincount(height[head], minlength=len(counts)).tolist()
+    slot = g.ndata["slot"][child]
+    levels, n0, e0 = [], 0, 0
+    for p, e in zip(counts, edge_counts):
+        levels.append(Level(order[n0 : n0 + p], child[e0 : e0 + e], rank[head[e0 : e0 + e]], slot[e0 : e0 + e]))
+        n0, e0 = n0 + p, e0 + e
+    return levels
+
+
+# --------------------------------------------------------------------------------------------
+# Cells. ``step`` updates the P nodes of one level from their children's states (fast path);
+# ``message``/``reduce``/``apply`` are the same cell as DGL UDFs (reference path).
+# ``state`` is a tuple of (N, d) tensors: (h, c) for the LSTMs, (h,) for deepsets.
+# --------------------------------------------------------------------------------------------
+class ChildSumTreeLSTMCell(nn.Module):
+    """i, o, u = σ, σ, tanh(W x + U Σ_k h_k);  f_k = σ(W_f x + U_f h_k);  c = i⊙u + Σ_k f_k⊙c_k;  h = o⊙tanh(c)."""
+
+    num_states = 2
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.W_iou, self.U_iou = nn.Linear(dim, 3 * dim), nn.Linear(dim, 3 * dim, bias=False)
+        self.W_f, self.U_f = nn.Linear(dim, dim), nn.Linear(dim, dim, bias=False)
+
+    def _update(self, x, h_sum, fc_sum):
+        i, o, u = (self.W_iou(x) + self.U_iou(h_sum)).chunk(3, dim=-1)  # (P, d) each
+        c = torch.sigmoid(i) * torch.tanh(u) + fc_sum
+        return torch.sigmoid(o) * torch.tanh(c), c
+
+    def step(self, x, child_state, parent, slot, num):
+        h_k, c_k = child_state  # (E, d)
+        h_sum = x.new_zeros(num, x.shape[1]).index_add(0, parent, h_k)  # (P, d)
+        f = torch.sigmoid(self.W_f(x)[parent] + self.U_f(h_k))  # (E, d) one forget gate per child
+        return self._update(x, h_sum, x.new_zeros(num, x.shape[1]).index_add(0, parent, f * c_k))
+
+    def message(self, edges):
+        return {"h": edges.src["h"], "c": edges.src["c"]}
+
+    def reduce(self, nodes):
+        h_k, c_k = nodes.mailbox["h"], nodes.mailbox["c"]  # (P, K, d)
+        f = torch.sigmoid(self.W_f(nodes.data["x"]).unsqueeze(1) + self.U_f(h_k))
+        return {"h_sum": h_k.sum(1), "fc_sum": (f * c_k).sum(1)}
+
+    def apply(self, nodes):
+        x = nodes.data["x"]
+        zero = torch.zeros_like(x)  # a leaf has no children, so DGL runs no reduce for it
+        h, c = self._update(x, nodes.data.get("h_sum", zero), nodes.data.get("fc_sum", zero))
+        return {"h": h, "c": c}
+
+
+class NaryTreeLSTMCell(nn.Module):
+    """Tai et al.'s N-ary Tree-LSTM: the children's states sit in N slots (left, right for N = 2),
+    each with its own weights: i, o, u from W x + Σ_l U_l h_l;  f_l = σ(W_f x + Σ_k U_f,lk h_k)."""
+
+    num_states = 2
+
+    def __init__(self, dim: int, arity: int = 2):
+        super().__init__()
+        self.dim, self.arity = dim, arity
+        self.W_iou, self.U_iou = nn.Linear(dim, 3 * dim), nn.Linear(arity * dim, 3 * dim, bias=False)
+        self.W_f, self.U_f = nn.Linear(dim, arity * dim), nn.Linear(arity * dim, arity * dim, bias=False)
+
+    def _update(self, x, h_slots, c_slots):
+        """``h_slots``, ``c_slots``: (P, N, d), zeros where a slot is empty."""
+        h_cat = h_slots.flatten(1)  # (P, N d)
+        i, o, u = (self.W_iou(x) + self.U_iou(h_cat)).chunk(3, dim=-1)
+        f = torch.sigmoid(self.W_f(x) + self.U_f(h_cat)).view_as(c_slots)  # (P, N, d) one gate per slot
+        c = torch.sigmoid(i) * torch.tanh(u) + (f * c_slots).sum(1)
+        return torch.sigmoid(o) * torch.tanh(c), c
+
+    def _check(self, slot):
+        if len(slot) and int(slot.max()) >= self.arity:
+            raise ValueError(
+                f"model.cell=binary reads at most {self.arity} ordered children per node, found a node with "
+                f"{int(slot.max()) + 1}: use graph=binary_tree, or model.cell=childsum on graph=tree"
+            )
+
+    def step(self, x, child_state, parent, slot, num):
+        self._check(slot)
+        slots = []
+        for s in child_state:  # (E, d) -> (P, N, d)
+            out = x.new_zeros(num, self.arity, self.dim)
+            slots.append(out.index_put((parent, slot), s))
+        return self._update(x, *slots)
+
+    def message(self, edges):
+        return {"h": edges.src["h"], "c": edges.src["c"], "slot": edges.src["slot"]}
+
+    def reduce(self, nodes):
+        h_k, c_k, slot = nodes.mailbox["h"], nodes.mailbox["c"], nodes.mailbox["slot"]  # (P, K, d), (P, K)
+        self._check(slot.flatten())
+        onehot = nn.functional.one_hot(slot, self.arity).to(h_k)  # (P, K, N): put child k in its slot
+        return {"h_slots": onehot.transpose(1, 2) @ h_k, "c_slots": onehot.transpose(1, 2) @ c_k}
+
+    def apply(self, nodes):
+        x = nodes.data["x"]
+        zero = x.new_zeros(x.shape[0], self.arity, self.dim)
+        h, c = self._update(x, nodes.data.get("h_slots", zero), nodes.data.get("c_slots", zero))
+        return {"h": h, "c": c}
+
+
+class DeepSetsCell(nn.Module):
+    """h = LN(MLP([x ; Σ_k φ(h_k)])), φ = ReLU(Linear): a sum over the children that can count."""
+
+    num_states = 1
+
+    def __init__(self, dim: int, mult: int = 2):
+        super().__init__()
+        self.phi = nn.Sequential(nn.Linear(dim, dim), nn.ReLU())
+        self.mlp = nn.Sequential(nn.Linear(2 * dim, mult * dim), nn.ReLU(), nn.Linear(mult * dim, dim))
+        self.norm = nn.LayerNorm(dim)
+
+    def _update(self, x, phi_sum):
+        return (self.norm(self.mlp(torch.cat([x, phi_sum], -1))),)
+
+    def step(self, x, child_state, parent, slot, num):
+        (h_k,) = child_state
+        return self._update(x, x.new_zeros(num, x.shape[1]).index_add(0, parent, self.phi(h_k)))
+
+    def message(self, edges):
+        return {"m": self.phi(edges.src["h"])}
+
+    def reduce(self, nodes):
+        return {"phi_sum": nodes.mailbox["m"].sum(1)}
+
+    def apply(self, nodes):
+        x = nodes.data["x"]
+        return {"h": self._update(x, nodes.data.get("phi_sum", torch.zeros_like(x)))[0]}
+
+
+def make_cell(name: str, dim: int) -> nn.Module:
+    if name == "childsum":
+        return ChildSumTreeLSTMCell(dim)
+    if name == "binary":
+        return NaryTreeLSTMCell(dim, arity=2)
+    if name == "deepsets":
+        return DeepSetsCell(dim)
+    raise ValueError(f"unknown model.cell {name!r}; valid: {', '.join(CELLS)}")
+
+
+# --------------------------------------------------------------------------------------------
+# The model: embed tokens, run the cell up the tree, classify the root
+# --------------------------------------------------------------------------------------------
+class RecursiveEncoder(nn.Module):
+    """Tree -> class logits: ``x_i = Embed(tok_i)``, the cell from the leaves up, a classifier on
+    the root's h (``readout=root``; with ``readout=mean`` the mean of the token nodes' h)."""
+
+    def __init__(
+        self,
+        vocab_size: int,
+        num_classes: int,
+        cell: str = "childsum",
+        hidden_dim: int = 128,
+        dropout: float = 0.1,
+        readout: str = "root",
+    ):
+        super().__init__()
+        if readout not in ("root", "mean"):
+            raise ValueError(f"recursive models read out the root or the mean of the tokens, not {readout!r}")
+        self.hidden_dim, self.readout, self.cell_name = hidden_dim, readout, cell
+        self.embed = nn.Embedding(vocab_size, hidden_dim)
+        self.cell = make_cell(cell, hidden_dim)
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(hidden_dim, num_classes)
+        self.record_attention = False  # the analysis tools ask every model; there is no attention here
+        # Only index tensors leave the graph, so the graphs may stay on the CPU while the model runs on a
+        # GPU (as the synchronous models' dense path does): train.py/evaluate.py read this to place them.
+        self.impl = "auto"
+
+    def _inputs(self, g: dgl.DGLGraph) -> torch.Tensor:
+        return self.dropout(self.embed(g.ndata["tok"].to(self.embed.weight.device)))  # (N, d)
+
+    def node_states(self, g: dgl.DGLGraph) -> torch.Tensor:
+        """h (N, d) of every node, level by level (the fast path)."""
+        levels = schedule(g)
+        x = self._inputs(g)
+        dev = x.device
+        state = tuple(x.new_zeros(x.shape) for _ in range(self.cell.num_states))  # (N, d) each
+        for lv in levels:
+            nodes, child, parent, slot = (t.to(dev) for t in (lv.nodes, lv.child, lv.parent, lv.slot))
+            new = self.cell.step(x[nodes], tuple(s[child] for s in state), parent, slot, len(nodes))
+            state = tuple(s.index_copy(0, nodes, n) for s, n in zip(state, new))  # out of place: autograd-safe
+        return state[0]
+
+    def node_states_reference(self, g: dgl.DGLGraph) -> torch.Tensor:
+        """The same h (N, d) by DGL's topological propagation: ``dgl.prop_nodes_topo`` visits the
+        child -> head graph frontier by frontier, leaves first (slow; for reading and for tests)."""
+        child, head = child_edges(g)
+        t = dgl.graph((child, head), num_nodes=g.num_nodes())
+        x = self._inputs(g)
+        t.ndata["x"], t.ndata["slot"] = x, g.ndata["slot"]
+        for key in ("h", "c")[: self.cell.num_states]:
+            t.ndata[key] = torch.zeros_like(x)
+        dgl.prop_nodes_topo(
+            t, message_func=self.cell.message, reduce_func=self.cell.reduce, apply_node_func=self.cell.apply
+        )
+        return t.ndata["h"]
+
+    def readout_logits(self, g: dgl.DGLGraph, h: torch.Tensor) -> torch.Tensor:
+        if self.readout == "root":
+            hg = h[g.ndata["root"].to(h.device)]  # (B, d) one root per tree
+        else:
+            is_token = (g.ndata["pos"] >= 0).float().unsqueeze(-1).to(h.device)
+            with g.local_scope():
+                g.ndata["h"], g.ndata["w"] = h * is_token, is_token
+                hg = dgl.sum_nodes(g, "h") / dgl.sum_nodes(g, "w").clamp(min=1)
+        return self.classifier(self.dropout(hg))  # (B, C)
+
+    def forward(self, g: dgl.DGLGraph) -> torch.Tensor:
+        return self.readout_logits(g, self.node_states(g))
+
+    def forward_reference(self, g: dgl.DGLGraph) -> torch.Tensor:
+        return self.readout_logits(g, self.node_states_reference(g))
