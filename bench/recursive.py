@@ -80,7 +80,7 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="2 small batches, no reference paths")
     p.add_argument("--batches", type=int, default=8)
     p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--repeats", type=int, default=2, help="passes over the batches; the first is warm-up")
+    p.add_argument("--repeats", type=int, default=3, help="passes over the batches; the first is warm-up")
     p.add_argument("--out", default=str(ROOT / "bench" / "results"))
     args = p.parse_args(argv)
     if args.quick:

@@ -284,9 +284,24 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=123, help="a seed the training data did not use")
     p.add_argument("--max-length", type=int, default=100)
     p.add_argument("--layout", choices=("listops", "lra"), default="listops")
+    p.add_argument(
+        "--exclude-num",
+        type=int,
+        default=0,
+        help="leave out every expression of the first N of --exclude-seed's pool (101000 with seed 0 is the pool "
+        "of a dataset=listops_full run): a file none of whose lines the model trained on",
+    )
+    p.add_argument("--exclude-seed", type=int, default=0)
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
-    examples = list(generate(args.num, seed=args.seed, max_length=args.max_length))
+    seen = {tuple(e["tokens"]) for e in generate(args.exclude_num, seed=args.exclude_seed, max_length=args.max_length)}
+    fresh = (e for e in generate(10 * args.num + 10_000, seed=args.seed, max_length=args.max_length))
+    examples = []
+    for ex in fresh:
+        if len(examples) == args.num:
+            break
+        if tuple(ex["tokens"]) not in seen:
+            examples.append(ex)
     random.Random(args.seed).shuffle(examples)  # the generator's order runs from short to long
     write_tsv(examples, args.out, layout=args.layout)
     print(f"wrote {len(examples)} expressions ({args.layout} layout) to {args.out}")

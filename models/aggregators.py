@@ -51,12 +51,21 @@ def _type_onehot(etype: torch.Tensor, num_types: int, dtype) -> torch.Tensor:
     return F.one_hot(etype, num_types).to(dtype)
 
 
-def _typed_sum(g: dgl.DGLGraph, x: torch.Tensor, num_types: int) -> torch.Tensor:
-    """(N, T, d): per receiving node, the sum of ``x`` (N, d) over its in-edges of each type."""
+def _typed_linear_sum(
+    g: dgl.DGLGraph, x: torch.Tensor, linear: nn.Linear, num_types: int, edge_weight: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Σ_t W_t · Σ_{j∈N_t(i)} w_ji x_j (no bias), with W_t the t-th (d, d) block of ``linear``'s (d, T d) weight.
+
+    The same as ``linear`` applied to T per-type channels of sums (R-GCN's form; the dense twins
+    compute it that way), but each node is projected once per type and an edge carries one (d,)
+    message, not T of them."""
+    d_out = linear.weight.shape[0]
+    per_type = torch.einsum("ni,oti->nto", x, linear.weight.view(d_out, num_types, -1))  # (N, T, d) W_t x_j
+    src, _ = g.edges()
     with g.local_scope():
-        g.srcdata["x"] = x.unsqueeze(1)  # (N, 1, d)
-        g.edata["t"] = _type_onehot(g.edata["etype"], num_types, x.dtype).unsqueeze(-1)  # (E, T, 1)
-        g.update_all(fn.u_mul_e("x", "t", "m"), fn.sum("m", "agg"))  # (N, T, d): x_j lands in its edge's type
+        msg = per_type[src, g.edata["etype"]]  # (E, d) W_type(e) x_src
+        g.edata["m"] = msg if edge_weight is None else msg * edge_weight.unsqueeze(-1)
+        g.update_all(fn.copy_e("m", "m"), fn.sum("m", "agg"))
         return g.dstdata["agg"]
 
 
@@ -82,8 +91,9 @@ class GCNAggregation(nn.Module):
         with g.local_scope():
             out_norm = g.out_degrees().clamp(min=1).float().pow(-0.5).unsqueeze(-1)  # (N, 1)
             in_norm = g.in_degrees().clamp(min=1).float().pow(-0.5).unsqueeze(-1)  # (N, 1)
-            if self.edge_types:  # per type: (N, T, d) -> W [t-blocks]
-                return self.linear((_typed_sum(g, h * out_norm, self.edge_types) * in_norm.unsqueeze(1)).flatten(1))
+            if self.edge_types:  # per type: in_norm · Σ_t W_t Σ_{j∈N_t} h_j out_norm_j, + b
+                typed = _typed_linear_sum(g, h * out_norm, self.linear, self.edge_types)
+                return typed * in_norm + self.linear.bias
             g.ndata["h"] = self.linear(h) * out_norm  # (N, d) W h_j / sqrt(deg_out(j))
             g.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))  # Σ_j over incoming edges
             return g.ndata["h"] * in_norm  # (N, d)
@@ -278,6 +288,14 @@ class PoolAggregation(nn.Module):
         self.last_attention, self.num_heads = None, 0
 
     def forward(self, g: dgl.DGLGraph, h: torch.Tensor) -> torch.Tensor:
+        if self.edge_types and self.reduce != "max":  # Σ_t W_t Agg_t, projected per type first (linear)
+            weight = None
+            if self.reduce == "mean":  # each message weighs 1 / (its receiver's in-edges of its type)
+                src, dst = g.edges()
+                count = h.new_zeros(g.num_nodes(), self.edge_types)
+                count.index_put_((dst, g.edata["etype"]), torch.ones_like(dst, dtype=h.dtype), accumulate=True)
+                weight = 1.0 / count[dst, g.edata["etype"]]
+            return _typed_linear_sum(g, h, self.linear, self.edge_types, weight) + self.linear.bias
         if self.edge_types:
             return self.linear(self._typed(g, h).flatten(1))  # (N, T d) -> (N, d)
         with g.local_scope():
@@ -286,12 +304,7 @@ class PoolAggregation(nn.Module):
             return self.linear(g.ndata["agg"])
 
     def _typed(self, g: dgl.DGLGraph, h: torch.Tensor) -> torch.Tensor:
-        """(N, T, d): the reduction over each type's in-edges."""
-        if self.reduce != "max":
-            agg = _typed_sum(g, h, self.edge_types)
-            if self.reduce == "mean":
-                agg = agg / _typed_sum(g, h.new_ones(h.shape[0], 1), self.edge_types).clamp(min=1)
-            return agg
+        """(N, T, d): the max over each type's in-edges."""
         with g.local_scope():  # max: messages of other types are pushed to -inf, empty types set to 0
             g.srcdata["h"] = h.unsqueeze(1)  # (N, 1, d)
             onehot = _type_onehot(g.edata["etype"], self.edge_types, h.dtype)
@@ -326,6 +339,7 @@ def _pool(reduce: str):
 
 AGGREGATORS = {
     "gcn": GCNAggregation,
+    "gin": _pool("sum"),  # GIN's sum; the block's feed-forward is its MLP (conf/model/gin.yaml: typed, gated, tied)
     "gat": GATAttention,
     "transformer": DotProductAttention,
     "sum": _pool("sum"),

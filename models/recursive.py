@@ -85,7 +85,8 @@ def schedule(g: dgl.DGLGraph) -> list[Level]:
 
 
 # --------------------------------------------------------------------------------------------
-# Cells. ``step`` updates the P nodes of one level from their children's states (fast path);
+# Cells. ``project`` computes every node's input terms at once (W x: they need no children);
+# ``step`` updates the P nodes of one level from those and their children's states (fast path);
 # ``message``/``reduce``/``apply`` are the same cell as DGL UDFs (reference path).
 # ``state`` is a tuple of (N, d) tensors: (h, c) for the LSTMs, (h,) for deepsets.
 # --------------------------------------------------------------------------------------------
@@ -99,16 +100,21 @@ class ChildSumTreeLSTMCell(nn.Module):
         self.W_iou, self.U_iou = nn.Linear(dim, 3 * dim), nn.Linear(dim, 3 * dim, bias=False)
         self.W_f, self.U_f = nn.Linear(dim, dim), nn.Linear(dim, dim, bias=False)
 
-    def _update(self, x, h_sum, fc_sum):
-        i, o, u = (self.W_iou(x) + self.U_iou(h_sum)).chunk(3, dim=-1)  # (P, d) each
+    def _update(self, wx_iou, h_sum, fc_sum):
+        i, o, u = (wx_iou + self.U_iou(h_sum)).chunk(3, dim=-1)  # (P, d) each
         c = torch.sigmoid(i) * torch.tanh(u) + fc_sum
         return torch.sigmoid(o) * torch.tanh(c), c
 
-    def step(self, x, child_state, parent, slot, num):
+    def project(self, x):
+        """The input terms of every node at once, (N, 3d) and (N, d): they do not wait for children."""
+        return torch.cat([self.W_iou(x), self.W_f(x)], -1)
+
+    def step(self, wx, child_state, parent, slot, num):
         h_k, c_k = child_state  # (E, d)
-        h_sum = x.new_zeros(num, x.shape[1]).index_add(0, parent, h_k)  # (P, d)
-        f = torch.sigmoid(self.W_f(x)[parent] + self.U_f(h_k))  # (E, d) one forget gate per child
-        return self._update(x, h_sum, x.new_zeros(num, x.shape[1]).index_add(0, parent, f * c_k))
+        wx_iou, wx_f = wx.split([3 * h_k.shape[1], h_k.shape[1]], -1)
+        h_sum = wx.new_zeros(num, h_k.shape[1]).index_add(0, parent, h_k)  # (P, d)
+        f = torch.sigmoid(wx_f[parent] + self.U_f(h_k))  # (E, d) one forget gate per child
+        return self._update(wx_iou, h_sum, wx.new_zeros(num, h_k.shape[1]).index_add(0, parent, f * c_k))
 
     def message(self, edges):
         return {"h": edges.src["h"], "c": edges.src["c"]}
@@ -121,7 +127,7 @@ class ChildSumTreeLSTMCell(nn.Module):
     def apply(self, nodes):
         x = nodes.data["x"]
         zero = torch.zeros_like(x)  # a leaf has no children, so DGL runs no reduce for it
-        h, c = self._update(x, nodes.data.get("h_sum", zero), nodes.data.get("fc_sum", zero))
+        h, c = self._update(self.W_iou(x), nodes.data.get("h_sum", zero), nodes.data.get("fc_sum", zero))
         return {"h": h, "c": c}
 
 
@@ -137,13 +143,18 @@ class NaryTreeLSTMCell(nn.Module):
         self.W_iou, self.U_iou = nn.Linear(dim, 3 * dim), nn.Linear(arity * dim, 3 * dim, bias=False)
         self.W_f, self.U_f = nn.Linear(dim, arity * dim), nn.Linear(arity * dim, arity * dim, bias=False)
 
-    def _update(self, x, h_slots, c_slots):
-        """``h_slots``, ``c_slots``: (P, N, d), zeros where a slot is empty."""
+    def _update(self, wx, h_slots, c_slots):
+        """``wx``: (P, (3 + N) d) the input terms; ``h_slots``, ``c_slots``: (P, N, d), zeros where a slot is empty."""
+        wx_iou, wx_f = wx.split([3 * self.dim, self.arity * self.dim], -1)
         h_cat = h_slots.flatten(1)  # (P, N d)
-        i, o, u = (self.W_iou(x) + self.U_iou(h_cat)).chunk(3, dim=-1)
-        f = torch.sigmoid(self.W_f(x) + self.U_f(h_cat)).view_as(c_slots)  # (P, N, d) one gate per slot
+        i, o, u = (wx_iou + self.U_iou(h_cat)).chunk(3, dim=-1)
+        f = torch.sigmoid(wx_f + self.U_f(h_cat)).view_as(c_slots)  # (P, N, d) one gate per slot
         c = torch.sigmoid(i) * torch.tanh(u) + (f * c_slots).sum(1)
         return torch.sigmoid(o) * torch.tanh(c), c
+
+    def project(self, x):
+        """The input terms of every node at once, (N, (3 + N) d)."""
+        return torch.cat([self.W_iou(x), self.W_f(x)], -1)
 
     def _check(self, slot):
         if len(slot) and int(slot.max()) >= self.arity:
@@ -152,13 +163,13 @@ class NaryTreeLSTMCell(nn.Module):
                 f"{int(slot.max()) + 1}: use graph=binary_tree, or model.cell=childsum on graph=tree"
             )
 
-    def step(self, x, child_state, parent, slot, num):
+    def step(self, wx, child_state, parent, slot, num):
         self._check(slot)
         slots = []
         for s in child_state:  # (E, d) -> (P, N, d)
-            out = x.new_zeros(num, self.arity, self.dim)
+            out = wx.new_zeros(num, self.arity, self.dim)
             slots.append(out.index_put((parent, slot), s))
-        return self._update(x, *slots)
+        return self._update(wx, *slots)
 
     def message(self, edges):
         return {"h": edges.src["h"], "c": edges.src["c"], "slot": edges.src["slot"]}
@@ -172,7 +183,7 @@ class NaryTreeLSTMCell(nn.Module):
     def apply(self, nodes):
         x = nodes.data["x"]
         zero = x.new_zeros(x.shape[0], self.arity, self.dim)
-        h, c = self._update(x, nodes.data.get("h_slots", zero), nodes.data.get("c_slots", zero))
+        h, c = self._update(self.project(x), nodes.data.get("h_slots", zero), nodes.data.get("c_slots", zero))
         return {"h": h, "c": c}
 
 
@@ -189,6 +200,9 @@ class DeepSetsCell(nn.Module):
 
     def _update(self, x, phi_sum):
         return (self.norm(self.mlp(torch.cat([x, phi_sum], -1))),)
+
+    def project(self, x):
+        return x  # the input enters the MLP with the children's sum
 
     def step(self, x, child_state, parent, slot, num):
         (h_k,) = child_state
@@ -251,11 +265,12 @@ class RecursiveEncoder(nn.Module):
         """h (N, d) of every node, level by level (the fast path)."""
         levels = schedule(g)
         x = self._inputs(g)
+        wx = self.cell.project(x)  # every node's input terms at once: they do not wait for the children
         dev = x.device
         state = tuple(x.new_zeros(x.shape) for _ in range(self.cell.num_states))  # (N, d) each
         for lv in levels:
             nodes, child, parent, slot = (t.to(dev) for t in (lv.nodes, lv.child, lv.parent, lv.slot))
-            new = self.cell.step(x[nodes], tuple(s[child] for s in state), parent, slot, len(nodes))
+            new = self.cell.step(wx[nodes], tuple(s[child] for s in state), parent, slot, len(nodes))
             state = tuple(s.index_copy(0, nodes, n) for s, n in zip(state, new))  # out of place: autograd-safe
         return state[0]
 

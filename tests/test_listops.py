@@ -426,3 +426,16 @@ def test_splits_are_iid_in_length_and_depth():
     first, last = [len(e["tokens"]) for e in stream[:1000]], [len(e["tokens"]) for e in stream[-1000:]]
     assert _homogeneity_p([first, last], LENGTH_EDGES) < 1e-4
     assert sum(splits[s]["length"].count(1) for s in splits) == 10  # every bare digit, somewhere
+
+
+def test_command_line_writes_a_published_layout_file_disjoint_from_a_pool(tmp_path):
+    from data.listops import main
+
+    out = tmp_path / "fresh.tsv"
+    assert main(["--num", "200", "--seed", "9", "--max-length", "30", "--exclude-num", "500", "--out", str(out)]) == 0
+    rows = read_tsv(out)
+    assert len(rows) == 200 and "( (" in out.read_text()  # the published parentheses
+    pool = {tuple(e["tokens"]) for e in generate(500, seed=0, max_length=30)}
+    assert not any(tuple(r["tokens"]) in pool for r in rows)
+    assert main(["--num", "200", "--seed", "9", "--max-length", "30", "--out", str(out)]) == 0
+    assert any(tuple(r["tokens"]) in pool for r in read_tsv(out))  # without --exclude-num, short ones repeat

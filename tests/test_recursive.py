@@ -275,3 +275,25 @@ def test_recursive_and_typed_models_train(overrides, tmp_path, tiny_overrides):
         rows = list(csv.DictReader(f))
     assert float(rows[-1]["train_loss"]) < float(rows[0]["train_loss"]), rows
     assert results["model"] == cfg.model.name and 0 <= results["test_acc"] <= 1
+
+
+# --------------------------------------------------------------------------------------------
+# A published-layout file with a bare digit, scored by a recursive checkpoint
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("model,graph,cell", [("treelstm", "binary_tree", "binary"), ("recursive", "tree", "deepsets")])
+def test_published_layout_file_with_a_bare_digit_evaluates(model, graph, cell, tmp_path, tiny_overrides):
+    from evaluate import evaluate
+
+    run_dir = tmp_path / "run"
+    cfg = compose_config(tiny_overrides + [f"model={model}", f"graph={graph}", f"model.cell={cell}"])
+    run(cfg, run_dir)
+    data_file = tmp_path / "published.tsv"
+    assert listops.main(["--num", "40", "--seed", "5", "--max-length", "40", "--out", str(data_file)]) == 0
+    lines = data_file.read_text().splitlines()
+    assert any(line.count("(") > 2 for line in lines)  # the published parentheses
+    data_file.write_text("9\t9\n" + "\n".join(lines) + "\n")  # the published test file's bare digit
+    eval_cfg = compose_config([f"checkpoint={run_dir / 'checkpoints' / 'best.pt'}", f"data_file={data_file}"],
+                              config_name="evaluate")  # fmt: skip
+    result = evaluate(eval_cfg, tmp_path / "eval")
+    assert result["num_examples"] == len(lines) + 1
+    assert result["by_depth"]["0"]["n"] >= 1 and result["by_root"]["digit"]["n"] >= 1

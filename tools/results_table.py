@@ -26,8 +26,8 @@ import yaml
 
 from tools.common import pyplot
 
-MODELS = ("gcn", "gat", "transformer", "sum", "mean", "max")
-GRAPHS = ("complete", "tree", "window", "knn", "none")
+MODELS = ("gcn", "gat", "transformer", "sum", "mean", "max", "gin", "treelstm", "recursive")
+GRAPHS = ("complete", "tree", "binary_tree", "window", "knn", "none")
 MIN_DEPTH_EXAMPLES = 10  # the depth plot leaves out depths rarer than this in the test split
 DEEP = 5  # depths from here on are few per test split: pooled into one column
 NOT_FACTORS = ("seed", "trainer.progress", "logger", "hparams_search", "cluster")  # not compared
@@ -146,12 +146,26 @@ def tables(runs: list[dict]) -> str:
         out.append(
             f"| {' | '.join(names) or 'run'} | " + " | ".join(f"{b} (n={n})" for b, (n, _) in counts.items()) + " |"
         )
-        out.append("|---|" + "---|" * (len(names) - 1 + len(counts)))
+        out.append("|---|" + "---|" * (max(1, len(names)) - 1 + len(counts)))
         for row in rows:
             for c in cols or [None]:
                 rs = [_depth_buckets(r) for r in runs_at(row, c) if r.get("test_by_depth")]
                 if rs:
                     cells = [_cell([b[k][1] for b in rs if k in b], "{:.2f}") for k in counts]
+                    out.append(f"| {' | '.join(list(row) + ([c] if c else [])) or 'all'} | " + " | ".join(cells) + " |")
+        out.append("")
+    if any(r.get("test_by_root") for r in runs):
+        out.append("**Test accuracy by root operator** (ListOps; n = test examples)\n")
+        first = next(r for r in runs if r.get("test_by_root"))["test_by_root"]
+        groups = sorted(first, key=lambda k: (k == "digit", k))  # operators, then bare digits
+        names = row_factors + (["graph"] if cols else [])
+        out.append(f"| {' | '.join(names) or 'run'} | " + " | ".join(f"{k} (n={first[k]['n']})" for k in groups) + " |")
+        out.append("|---|" + "---|" * (max(1, len(names)) - 1 + len(groups)))
+        for row in rows:
+            for c in cols or [None]:
+                rs = [r["test_by_root"] for r in runs_at(row, c) if r.get("test_by_root")]
+                if rs:
+                    cells = [_cell([b[k]["acc"] for b in rs if k in b], "{:.3f}") for k in groups]
                     out.append(f"| {' | '.join(list(row) + ([c] if c else [])) or 'all'} | " + " | ".join(cells) + " |")
         out.append("")
     devices = sorted({r.get("device", "?") for r in runs})
