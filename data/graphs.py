@@ -275,6 +275,11 @@ class GraphConstruction:
             raise ValueError(f"unknown structural positional encoding {self.pe!r}; valid: {', '.join(STRUCTURAL_PE)}")
         if self.pe_graph not in PE_GRAPHS:
             raise ValueError(f"unknown model.pe_graph {self.pe_graph!r}; valid: {', '.join(PE_GRAPHS)}")
+        if self.name == "binary_tree" and self.cls_id is not None:
+            raise ValueError(
+                "model.readout=cls adds a <cls> node, and graph=binary_tree's phrase nodes already read the whole "
+                "tree: use model.readout=root (the root phrase) or mean"
+            )
         if self.name == "binary_tree" and self.pe is not None:
             raise ValueError(
                 f"model.positional={self.pe} is not defined on graph=binary_tree's phrase nodes; "

@@ -55,7 +55,9 @@ def load_splits(cfg: Mapping, progress: bool = True) -> dict[str, datasets.Datas
                     p_operator=float(cfg["p_operator"]),
                     max_args=int(cfg["max_args"]),
                     min_length=int(cfg.get("min_length", 1)),
-                    root_operator=bool(cfg.get("root_operator", False)),
+                    # A checkpoint's config from before bare digits and shuffling lacks these keys: it gets
+                    # back the splits it was trained on (operator roots, unshuffled).
+                    root_operator=bool(cfg.get("root_operator", True)),
                 )
                 generated = list(
                     tqdm(stream, total=sum(sizes), desc="generating ListOps", leave=False, disable=not progress)
@@ -63,7 +65,9 @@ def load_splits(cfg: Mapping, progress: bool = True) -> dict[str, datasets.Datas
                 # The generator de-duplicates, so it runs out of short expressions early: its first
                 # examples are shorter than its last. Shuffled with the data seed, the splits are
                 # i.i.d. samples of one pool (tests/test_listops.py checks their lengths and depths agree).
-                random.Random(int(cfg["seed"])).shuffle(generated)
+                # configs older than the root_operator key were not shuffled; every later one was
+                if cfg.get("shuffle", "root_operator" in cfg):
+                    random.Random(int(cfg["seed"])).shuffle(generated)
             start = sum(sizes[: SPLITS.index(split)])
             rows = generated[start : start + size]
         if not rows:

@@ -66,8 +66,8 @@ def child_edges(g: dgl.DGLGraph) -> tuple[torch.Tensor, torch.Tensor]:
 
 def schedule(g: dgl.DGLGraph) -> list[Level]:
     """The levels of a batch of trees, leaves first (``ndata['height']`` was stored by the construction)."""
-    child, head = child_edges(g)  # checks first that the graphs carry a tree
-    height = g.ndata["height"]  # (N,)
+    child, head = (t.cpu() for t in child_edges(g))  # checks first that the graphs carry a tree
+    height = g.ndata["height"].cpu()  # (N,) the schedule is built on the CPU; the model moves each level
     order = torch.argsort(height, stable=True)  # nodes level by level
     counts = torch.bincount(height).tolist()  # nodes per level
     rank = torch.empty_like(order)  # a node's index within its level
@@ -76,7 +76,7 @@ def schedule(g: dgl.DGLGraph) -> list[Level]:
     edge_order = torch.argsort(height[head], stable=True)
     child, head = child[edge_order], head[edge_order]
     edge_counts = torch.bincount(height[head], minlength=len(counts)).tolist()
-    slot = g.ndata["slot"][child]
+    slot = g.ndata["slot"].cpu()[child]
     levels, n0, e0 = [], 0, 0
     for p, e in zip(counts, edge_counts):
         levels.append(Level(order[n0 : n0 + p], child[e0 : e0 + e], rank[head[e0 : e0 + e]], slot[e0 : e0 + e]))
@@ -132,8 +132,9 @@ class ChildSumTreeLSTMCell(nn.Module):
 
 
 class NaryTreeLSTMCell(nn.Module):
-    """Tai et al.'s N-ary Tree-LSTM: the children's states sit in N slots (left, right for N = 2),
-    each with its own weights: i, o, u from W x + Σ_l U_l h_l;  f_l = σ(W_f x + Σ_k U_f,lk h_k)."""
+    """Tai et al.'s N-ary Tree-LSTM (their eqs. 9-14): the children's states sit in N slots (left,
+    right for N = 2), each with its own weights: i, o, u from W x + Σ_l U_l h_l; one forget gate per
+    slot, f_l = σ(W_f x + Σ_k U_f,lk h_k) (W_f and its bias shared by the slots, as in the paper)."""
 
     num_states = 2
 
@@ -141,19 +142,19 @@ class NaryTreeLSTMCell(nn.Module):
         super().__init__()
         self.dim, self.arity = dim, arity
         self.W_iou, self.U_iou = nn.Linear(dim, 3 * dim), nn.Linear(arity * dim, 3 * dim, bias=False)
-        self.W_f, self.U_f = nn.Linear(dim, arity * dim), nn.Linear(arity * dim, arity * dim, bias=False)
+        self.W_f, self.U_f = nn.Linear(dim, dim), nn.Linear(arity * dim, arity * dim, bias=False)
 
     def _update(self, wx, h_slots, c_slots):
-        """``wx``: (P, (3 + N) d) the input terms; ``h_slots``, ``c_slots``: (P, N, d), zeros where a slot is empty."""
-        wx_iou, wx_f = wx.split([3 * self.dim, self.arity * self.dim], -1)
+        """``wx``: (P, 4d) the input terms; ``h_slots``, ``c_slots``: (P, N, d), zeros where a slot is empty."""
+        wx_iou, wx_f = wx.split([3 * self.dim, self.dim], -1)
         h_cat = h_slots.flatten(1)  # (P, N d)
         i, o, u = (wx_iou + self.U_iou(h_cat)).chunk(3, dim=-1)
-        f = torch.sigmoid(wx_f + self.U_f(h_cat)).view_as(c_slots)  # (P, N, d) one gate per slot
+        f = torch.sigmoid(wx_f.unsqueeze(1) + self.U_f(h_cat).view_as(c_slots))  # (P, N, d) one gate per slot
         c = torch.sigmoid(i) * torch.tanh(u) + (f * c_slots).sum(1)
         return torch.sigmoid(o) * torch.tanh(c), c
 
     def project(self, x):
-        """The input terms of every node at once, (N, (3 + N) d)."""
+        """The input terms of every node at once, (N, 4d)."""
         return torch.cat([self.W_iou(x), self.W_f(x)], -1)
 
     def _check(self, slot):
@@ -291,11 +292,12 @@ class RecursiveEncoder(nn.Module):
     def readout_logits(self, g: dgl.DGLGraph, h: torch.Tensor) -> torch.Tensor:
         if self.readout == "root":
             hg = h[g.ndata["root"].to(h.device)]  # (B, d) one root per tree
-        else:
-            is_token = (g.ndata["pos"] >= 0).float().unsqueeze(-1).to(h.device)
-            with g.local_scope():
-                g.ndata["h"], g.ndata["w"] = h * is_token, is_token
-                hg = dgl.sum_nodes(g, "h") / dgl.sum_nodes(g, "w").clamp(min=1)
+        else:  # the mean of each graph's token nodes, in plain torch: the graph may stay on the CPU
+            sizes = g.batch_num_nodes().to(h.device)
+            graph_id = torch.repeat_interleave(torch.arange(len(sizes), device=h.device), sizes)  # (N,)
+            is_token = (g.ndata["pos"] >= 0).to(h.device).float().unsqueeze(-1)  # (N, 1)
+            total = h.new_zeros(len(sizes), h.shape[1]).index_add(0, graph_id, h * is_token)
+            hg = total / h.new_zeros(len(sizes), 1).index_add(0, graph_id, is_token).clamp(min=1)
         return self.classifier(self.dropout(hg))  # (B, C)
 
     def forward(self, g: dgl.DGLGraph) -> torch.Tensor:

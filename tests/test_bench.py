@@ -45,3 +45,16 @@ def test_padding_shares():
     bucket_tok, bucket_pair = shares(lengths, 16, bucket=True)
     assert bucket_tok == bucket_pair == 1.0  # two lengths, pools sorted: every batch is one length
     assert random_pair < random_tok < 1.0
+
+
+def test_recursive_bench_writes_its_table(tmp_path):
+    from bench.recursive import main as recursive_main
+
+    assert recursive_main(["--quick", "--out", str(tmp_path)]) == 0
+    with open(tmp_path / "recursive.csv") as f:
+        rows = {r["model"]: r for r in csv.DictReader(f)}
+    assert float(rows["transformer/tree (4 layers)"]["vs_transformer"]) == 1.0
+    assert all(float(r["ms_per_step"]) > 0 for r in rows.values())
+    binary = rows["treelstm binary/binary_tree"]
+    assert float(binary["nodes"]) > float(rows["treelstm childsum/tree"]["nodes"])  # phrase nodes
+    assert "| treelstm childsum/tree |" in (tmp_path / "recursive.md").read_text()

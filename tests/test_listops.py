@@ -416,7 +416,8 @@ def test_splits_are_iid_in_length_and_depth():
     from data.pipeline import load_splits
 
     cfg = {"name": "listops", "num_train": 6000, "num_val": 1000, "num_test": 1000, "max_length": 100,
-           "max_depth": 20, "p_operator": 0.25, "max_args": 5, "seed": 0}  # fmt: skip
+           "max_depth": 20, "p_operator": 0.25, "max_args": 5, "seed": 0, "root_operator": False,
+           "shuffle": True}  # fmt: skip
     splits = load_splits(cfg, progress=False)
     lengths = [splits[s]["length"] for s in ("train", "val", "test")]
     depths = [splits[s]["depth"] for s in ("train", "val", "test")]
@@ -439,3 +440,18 @@ def test_command_line_writes_a_published_layout_file_disjoint_from_a_pool(tmp_pa
     assert not any(tuple(r["tokens"]) in pool for r in rows)
     assert main(["--num", "200", "--seed", "9", "--max-length", "30", "--out", str(out)]) == 0
     assert any(tuple(r["tokens"]) in pool for r in read_tsv(out))  # without --exclude-num, short ones repeat
+
+
+def test_an_old_checkpoints_config_gets_its_old_splits_back():
+    """A config saved before bare digits and shuffling (no root_operator/shuffle keys) must rebuild the
+    splits it was trained on, or evaluate.py would score it on examples it trained on."""
+    from data.pipeline import load_splits
+
+    old = {"name": "listops", "num_train": 300, "num_val": 50, "num_test": 50, "max_length": 40,
+           "max_depth": 20, "p_operator": 0.25, "max_args": 5, "seed": 0}  # fmt: skip
+    stream = [e["tokens"] for e in generate(400, seed=0, max_length=40, root_operator=True)]
+    splits = load_splits(old, progress=False)
+    assert splits["train"]["tokens"] == stream[:300] and splits["test"]["tokens"] == stream[350:]
+    new = load_splits({**old, "root_operator": False, "shuffle": True}, progress=False)
+    assert new["test"]["tokens"] != stream[350:]
+    assert load_splits({**old, "root_operator": False}, progress=False)["test"]["tokens"] == new["test"]["tokens"]

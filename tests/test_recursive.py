@@ -143,7 +143,7 @@ def reference_states(model: RecursiveEncoder, tok: list[int], parent: list[int],
             cl, cr = (c[kids[i][0]], c[kids[i][1]]) if kids[i] else (torch.zeros_like(x), torch.zeros_like(x))
             hcat = torch.cat([hl, hr])
             ig, og, u = (cell.W_iou(x) + cell.U_iou(hcat)).chunk(3)
-            fl, fr = sig(cell.W_f(x) + cell.U_f(hcat)).chunk(2)
+            fl, fr = sig(cell.W_f(x).repeat(2) + cell.U_f(hcat)).chunk(2)  # W_f x shared by both slots
             c[i] = sig(ig) * torch.tanh(u) + fl * cl + fr * cr
             h[i] = sig(og) * torch.tanh(c[i])
         else:
@@ -297,3 +297,21 @@ def test_published_layout_file_with_a_bare_digit_evaluates(model, graph, cell, t
     result = evaluate(eval_cfg, tmp_path / "eval")
     assert result["num_examples"] == len(lines) + 1
     assert result["by_depth"]["0"]["n"] >= 1 and result["by_root"]["digit"]["n"] >= 1
+
+
+def test_mean_readout_averages_token_nodes_only():
+    exs, vocab, graphs = small_trees("binary_tree", num=4)
+    torch.manual_seed(0)
+    m = RecursiveEncoder(len(vocab), 10, cell="deepsets", hidden_dim=8, readout="mean").eval()
+    g = dgl.batch(graphs)
+    h = m.node_states(g)
+    sizes = g.batch_num_nodes().tolist()
+    parts = torch.split(h, sizes)
+    pos = torch.split(g.ndata["pos"], sizes)
+    expected = torch.stack([p[q >= 0].mean(0) for p, q in zip(parts, pos)])  # phrase nodes (pos -1) left out
+    torch.testing.assert_close(m.readout_logits(g, h), m.classifier(expected))
+
+
+def test_cls_readout_refused_on_binary_tree():
+    with pytest.raises(ValueError, match="use model.readout=root"):
+        GraphConstruction("binary_tree", cls_id=2)
