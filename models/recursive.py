@@ -47,9 +47,14 @@ CELLS = ("childsum", "binary", "deepsets")
 @dataclass
 class Level:
     nodes: torch.Tensor  # (P,) the nodes computed at this level
-    child: torch.Tensor  # (E,) each child -> head edge into them: the child
+    child: torch.Tensor  # (E,) each child -> head edge into them, sorted by (head, slot): the child
     parent: torch.Tensor  # (E,) ... and the head's index in ``nodes`` (0..P-1)
     slot: torch.Tensor  # (E,) ... and the child's place among its siblings (0 = leftmost)
+    # Routing, so that no step touches a tensor of all N nodes (whose gradient would be a zero-filled
+    # (N, d) tensor per level, O(N x levels) in all): every node is some head's child exactly once.
+    inbox: torch.Tensor | None = None  # (E,) the received child states (concatenated in producer order) -> edge order
+    outbox: torch.Tensor | None = None  # (P,) this level's new states -> grouped by the level that reads them
+    sends: list[int] | None = None  # how many go to each later level, then how many are roots (read by no one)
 
 
 def child_edges(g: dgl.DGLGraph) -> tuple[torch.Tensor, torch.Tensor]:
@@ -73,14 +78,36 @@ def schedule(g: dgl.DGLGraph) -> list[Level]:
     rank = torch.empty_like(order)  # a node's index within its level
     starts = torch.cumsum(torch.tensor([0] + counts[:-1]), 0)
     rank[order] = torch.arange(len(order)) - starts.repeat_interleave(torch.tensor(counts))
-    edge_order = torch.argsort(height[head], stable=True)
-    child, head = child[edge_order], head[edge_order]
-    edge_counts = torch.bincount(height[head], minlength=len(counts)).tolist()
     slot = g.ndata["slot"].cpu()[child]
+    # edges level by level, and within a level by head and slot: a level whose heads all have N
+    # children then holds their states in (P, N) order already (the binary cell's fast case)
+    key = (height[head] * len(order) + rank[head]) * (int(slot.max()) + 1 if len(slot) else 1) + slot
+    edge_order = torch.argsort(key)
+    child, head, slot = child[edge_order], head[edge_order], slot[edge_order]
+    edge_counts = torch.bincount(height[head], minlength=len(counts)).tolist()
     levels, n0, e0 = [], 0, 0
     for p, e in zip(counts, edge_counts):
         levels.append(Level(order[n0 : n0 + p], child[e0 : e0 + e], rank[head[e0 : e0 + e]], slot[e0 : e0 + e]))
         n0, e0 = n0 + p, e0 + e
+    # who reads each node's state: the level of its head (roots: a level past the last), and where in
+    # that level's sorted edge list it sits
+    num_levels = len(counts)
+    reader = torch.full_like(height, num_levels)
+    reader[child] = height[head]
+    where = torch.zeros_like(height)
+    where[child] = torch.arange(len(child)) - torch.cumsum(torch.tensor([0] + edge_counts[:-1]), 0).repeat_interleave(
+        torch.tensor(edge_counts)
+    )
+    received: list[list[torch.Tensor]] = [[] for _ in range(num_levels)]
+    for k, lv in enumerate(levels):
+        key = reader[lv.nodes] * (len(order) + 1) + where[lv.nodes]
+        lv.outbox = torch.argsort(key)
+        lv.sends = torch.bincount(reader[lv.nodes], minlength=num_levels + 1)[k + 1 :].tolist()
+        by_reader = where[lv.nodes][lv.outbox]
+        for j, part in zip(range(k + 1, num_levels), by_reader.split(lv.sends)):  # the last part: roots
+            received[j].append(part)
+    for k, lv in enumerate(levels):
+        lv.inbox = torch.argsort(torch.cat(received[k])) if received[k] else torch.zeros(0, dtype=torch.long)
     return levels
 
 
@@ -166,8 +193,10 @@ class NaryTreeLSTMCell(nn.Module):
 
     def step(self, wx, child_state, parent, slot, num):
         self._check(slot)
+        if len(parent) == num * self.arity:  # every head full: the edges come sorted by (head, slot)
+            return self._update(wx, *(s.view(num, self.arity, self.dim) for s in child_state))
         slots = []
-        for s in child_state:  # (E, d) -> (P, N, d)
+        for s in child_state:  # (E, d) -> (P, N, d), zeros in the empty slots
             out = wx.new_zeros(num, self.arity, self.dim)
             slots.append(out.index_put((parent, slot), s))
         return self._update(wx, *slots)
@@ -267,13 +296,23 @@ class RecursiveEncoder(nn.Module):
         levels = schedule(g)
         x = self._inputs(g)
         wx = self.cell.project(x)  # every node's input terms at once: they do not wait for the children
-        dev = x.device
-        state = tuple(x.new_zeros(x.shape) for _ in range(self.cell.num_states))  # (N, d) each
-        for lv in levels:
-            nodes, child, parent, slot = (t.to(dev) for t in (lv.nodes, lv.child, lv.parent, lv.slot))
-            new = self.cell.step(wx[nodes], tuple(s[child] for s in state), parent, slot, len(nodes))
-            state = tuple(s.index_copy(0, nodes, n) for s, n in zip(state, new))  # out of place: autograd-safe
-        return state[0]
+        dev, d = x.device, x.shape[1]
+        width = self.cell.num_states * d  # a state is [h | c] side by side (deepsets: h)
+        order = torch.cat([lv.nodes for lv in levels]).to(dev)  # the nodes in level order
+        wx_levels = wx[order].split([len(lv.nodes) for lv in levels])  # views: one gather for all levels
+        mail: list[list[torch.Tensor]] = [[] for _ in levels]  # the child states each level will read
+        outs = []
+        for k, lv in enumerate(levels):
+            parent, slot, inbox, outbox = (t.to(dev) for t in (lv.parent, lv.slot, lv.inbox, lv.outbox))
+            children = torch.cat(mail[k])[inbox] if mail[k] else x.new_zeros(0, width)  # (E, S d) in edge order
+            new = self.cell.step(wx_levels[k], children.split(d, -1), parent, slot, len(lv.nodes))
+            out = torch.cat(new, -1)  # (P, S d)
+            outs.append(out)
+            for j, part in zip(range(k + 1, len(levels)), out[outbox].split(lv.sends)):  # the last part: roots
+                if len(part):
+                    mail[j].append(part)  # sent up to the level that reads it
+        h = torch.cat(outs)[:, :d]  # (N, d) in level order
+        return h.new_empty(h.shape).index_copy(0, order, h)  # back to node order
 
     def node_states_reference(self, g: dgl.DGLGraph) -> torch.Tensor:
         """The same h (N, d) by DGL's topological propagation: ``dgl.prop_nodes_topo`` visits the
