@@ -115,7 +115,7 @@ def main(argv=None) -> int:
         f"`python -m bench.recursive{' --quick' if args.quick else ''}` on {platform.processor() or platform.machine()}, "
         f"{torch.get_num_threads()} threads, torch {torch.__version__}, dgl {dgl.__version__}; "
         f"{args.batches} batches of {args.batch_size} published-recipe ListOps expressions, median step "
-        "(forward + backward + AdamW) of the second pass.",
+        f"(forward + backward + AdamW) over passes 2-{args.repeats} (the first warms up).",
         "",
         "| model | ms / step | x transformer step | nodes / batch | levels / batch |",
         "|---|---:|---:|---:|---:|",
