@@ -180,6 +180,7 @@ def plot_by_depth(runs: list[dict], path: Path) -> Path:
     row_factors, rows, cols = _layout(runs)
     panels = rows if cols else [None]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), sharey=True, squeeze=False)
+    colours = {g: f"C{i}" for i, g in enumerate(cols)}  # a graph keeps its colour in every panel
     for ax, row in zip(axes[0], panels):
         lines = cols if cols else sorted({label(r) for r in runs}, key=lambda s: [_sort_key(v) for v in s.split("=")])
         for line in lines:
@@ -202,14 +203,15 @@ def plot_by_depth(runs: list[dict], path: Path) -> Path:
                 statistics.mean(r["test_by_depth"][str(d)]["acc"] for r in rs if str(d) in r["test_by_depth"])
                 for d in depths
             ]
-            ax.plot(depths, accs, marker="o", label=line or "all")
+            ax.plot(depths, accs, marker="o", label=line or "all", color=colours.get(line))
         ax.set(
             title=", ".join(row) if row else "",
             xlabel=f"tree depth (depths with >= {MIN_DEPTH_EXAMPLES} test examples)",
         )
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("test accuracy")
-    axes[0][-1].legend(title="graph" if cols else None, fontsize=8)
+    handles = {h.get_label(): h for ax in axes[0] for h in ax.get_lines()}  # every graph once, whichever panel has it
+    axes[0][-1].legend(handles.values(), handles.keys(), title="graph" if cols else None, fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
