@@ -5,7 +5,7 @@ PYTHON  := $(VENV)/bin/python
 ARGS    ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-all lint format train experiment sweep report neural_syntax prune_heads evaluate bench notebooks clean clean-cache
+.PHONY: help install test test-all lint format train experiment sweep report neural_syntax sst_syntax prune_heads evaluate bench notebooks clean clean-cache
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -42,10 +42,9 @@ evaluate: install ## evaluate a checkpoint: make evaluate ARGS="checkpoint=outpu
 	$(PYTHON) evaluate.py $(ARGS)
 
 E ?= graph_choice
-experiment: install ## one essay experiment (conf/experiment/) -> docs/results/E.md, docs/figures/E_*.png: make experiment E=heads
-	$(PYTHON) train.py -m experiment=$(E) $(ARGS)
-	$(PYTHON) -m tools.results_table multirun/$(E) --out docs/results/$(E).md \
-		--plot docs/figures/$(E)_by_depth.png --curves docs/figures/$(E)_curves.png
+experiment: install ## one experiment of conf/experiment/ (all its grids) -> docs/results/E.md, docs/figures/E_*.png: make experiment E=sst
+	@test -n "$(E)" || { echo "error: name the experiment: make experiment E=<file in conf/experiment/>"; exit 2; }
+	$(PYTHON) -m tools.experiment $(E) $(ARGS)
 
 sweep: ## the README's main table: every model x graph on ListOps (= make experiment E=graph_choice, ~16 min)
 	$(MAKE) --no-print-directory experiment E=graph_choice
@@ -75,3 +74,8 @@ clean-cache: ## remove parsed text datasets and cached graphs (.cache/tagnn)
 clean: ## remove outputs, multirun, wandb and caches (keeps .venv)
 	rm -rf outputs multirun wandb .pytest_cache .ruff_cache .cache/tagnn
 	find . -name __pycache__ -type d -prune -not -path './$(VENV)/*' -exec rm -rf {} +
+
+sst_syntax: install ## does a complete-graph Transformer trained on SST find the gold or the dependency tree? (after make experiment E=sst)
+	@for s in 0 1 2; do for t in gold dep; do \
+		$(PYTHON) -m tools.attention_syntax "multirun/sst/graph=complete,model=transformer,seed=$$s" --tree $$t \
+			--out docs/results/sst_syntax/seed$${s}_$$t || exit 1; done; done

@@ -32,8 +32,9 @@ from omegaconf import DictConfig, OmegaConf
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
-from data.graphs import GRAPHS, PE_GRAPHS, TREE_GRAPHS
+from data.graphs import GRAPHS, PE_GRAPHS
 from data.pipeline import DATASETS, SPLITS, GraphDataset, load_splits, make_construction, make_loader, num_classes_of
+from data.text import TEXT_DATASETS, TREEBANKS
 from data.vocab import Vocab
 from engine.checkpoint import load_checkpoint, restore_rng, rng_state, save_checkpoint
 from engine.distributed import SINGLE, World, all_sum, finish
@@ -43,7 +44,7 @@ from engine.io import write_json
 from engine.tracking import MODES, Tracker
 from models import MODELS, RECURSIVE_MODELS, build_model
 from models.encoder import IMPLS, NORMS, POSITIONAL, READOUTS, UPDATES
-from models.recursive import CELLS
+from models.recursive import check_recursive
 
 log = logging.getLogger("train")
 DEVICES = ("auto", "cpu", "cuda")
@@ -113,8 +114,15 @@ def train_epoch(
     device, graphs_on = devices
     for g, y in bar:
         g, y = g.to(graphs_on), y.to(device)
-        logits = model(g)  # (B, C)
-        loss = F.cross_entropy(logits, y)
+        if cfg.trainer.get("phrase_loss"):  # + the mean loss over every labelled word and phrase (SST)
+            logits, node_logits = model(g, nodes=True)  # (B, C), (N, C)
+            node_y = g.ndata["label"].to(device)
+            loss = F.cross_entropy(logits, y)
+            if (node_y >= 0).any():
+                loss = loss + F.cross_entropy(node_logits, node_y, ignore_index=-1)
+        else:
+            logits = model(g)  # (B, C)
+            loss = F.cross_entropy(logits, y)
         if not torch.isfinite(loss):
             raise ValueError(
                 f"loss is {loss.item()} at step {step}; lower optim.lr or set optim.grad_clip "
@@ -198,17 +206,17 @@ def check_config(cfg: DictConfig) -> None:
             raise ValueError(f"{key} must be an integer >= 1, got {value!r}")
     if cfg.model.name in RECURSIVE_MODELS:
         cell = cfg.model.get("cell") or RECURSIVE_MODELS[cfg.model.name]
-        if cell not in CELLS:
-            raise ValueError(f"unknown model.cell {cell!r}; valid: {', '.join(CELLS)}")
-        if cfg.graph.name not in TREE_GRAPHS:
-            raise ValueError(
-                f"model={cfg.model.name} walks a tree from the leaves up, and graph={cfg.graph.name} has no tree "
-                f"(no child -> head direction): use graph={' or graph='.join(TREE_GRAPHS)}"
-            )
-        if cell == "binary" and cfg.graph.name != "binary_tree":
-            raise ValueError("model.cell=binary reads two ordered children per node: use graph=binary_tree")
-        if cfg.model.readout not in ("root", "mean"):
-            raise ValueError(f"model={cfg.model.name} reads out the root or the mean: set model.readout=root")
+        check_recursive(cfg.model.name, cell, cfg.graph.name, cfg.model.readout)
+    if cfg.graph.name == "dep" and cfg.dataset.name not in TEXT_DATASETS:
+        raise ValueError(
+            f"graph=dep is the dependency parse of text, and dataset={cfg.dataset.name} is not text: "
+            "use graph=tree (the expression's own tree)"
+        )
+    if cfg.trainer.get("phrase_loss") and cfg.dataset.name not in TREEBANKS:
+        raise ValueError(
+            f"trainer.phrase_loss=true trains on a label for every phrase, and dataset={cfg.dataset.name} has none: "
+            f"use dataset={' or dataset='.join(TREEBANKS)}, or trainer.phrase_loss=false"
+        )
     if cfg.model.name in ("gat", "transformer") and cfg.model.hidden_dim % cfg.model.num_heads:
         raise ValueError(
             f"model.hidden_dim={cfg.model.hidden_dim} must be divisible by model.num_heads={cfg.model.num_heads}"
@@ -237,6 +245,13 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
     vocab = Vocab.build(splits["train"]["tokens"], min_freq=int(cfg.dataset.get("min_freq", 1)))
     num_classes = num_classes_of(cfg.dataset, splits)
     construction = make_construction(cfg.graph, vocab, cfg.model)
+    if construction.name in ("tree", "binary_tree") and "parent" not in splits["train"].column_names:
+        if cfg.dataset.name in TEXT_DATASETS:
+            log.info(
+                "graph=%s on %s: no gold trees, so the dependency parse (as graph=dep)",
+                construction.name,
+                cfg.dataset.name,
+            )
     cache = cfg.dataset.get("cache_dir")  # text datasets: parsed splits and their graphs on disk
     sets = {s: GraphDataset(splits[s], vocab, construction, s, cfg.trainer.progress, cache) for s in SPLITS}
     train_loader = make_loader(

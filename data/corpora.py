@@ -146,9 +146,17 @@ def read_sst(path: str | os.PathLike, binary: bool = False) -> list[dict]:
 # --------------------------------------------------------------------------------------------
 # TREC and GLUE SST-2
 # --------------------------------------------------------------------------------------------
-def read_trec(path: str | os.PathLike, fine: bool = False) -> tuple[list[dict], list[str]]:
-    """``([{"text", "label"}], class names)`` of a TREC file, coarse (6 classes) or ``fine`` (the
-    ``COARSE:fine`` pairs seen in this file, sorted). The files are latin-1."""
+def read_trec(
+    path: str | os.PathLike,
+    fine: bool = False,
+    names: list[str] | None = None,
+    extra_names_from: str | os.PathLike | None = None,
+) -> tuple[list[dict], list[str]]:
+    """``([{"text", "label"}], class names)`` of a TREC file (latin-1, as the files are).
+
+    Coarse: the 6 classes. ``fine``: the ``COARSE:fine`` pairs, numbered in sorted order over this file
+    (and ``extra_names_from``, so a train and a test file can share one numbering), or as ``names``
+    gives them; a class outside ``names`` is an error naming the line."""
     path = Path(path)
     if not path.is_file():
         raise CorpusError(f"no such TREC file: {path} (set dataset.data_dir to the folder holding the .label files)")
@@ -167,10 +175,17 @@ def read_trec(path: str | os.PathLike, fine: bool = False) -> tuple[list[dict], 
                 )
             if not text.strip():
                 raise CorpusError(f"{path}:{lineno}: the question after {label!r} is empty")
-            rows.append({"text": text.strip(), "label": label if fine else coarse})
-    names = sorted({r["label"] for r in rows}) if fine else list(TREC_COARSE)
+            rows.append({"text": text.strip(), "label": label if fine else coarse, "line": lineno})
+    if names is None:
+        seen = {r["label"] for r in rows}
+        if fine and extra_names_from is not None:
+            seen |= set(read_trec(extra_names_from, fine=True)[1])
+        names = sorted(seen) if fine else list(TREC_COARSE)
     index = {name: k for k, name in enumerate(names)}
-    return [{"text": r["text"], "label": index[r["label"]]} for r in rows], names
+    for r in rows:
+        if r["label"] not in index:
+            raise CorpusError(f"{path}:{r['line']}: TREC class {r['label']!r} is not one of the {len(names)} classes")
+    return [{"text": r["text"], "label": index[r["label"]]} for r in rows], list(names)
 
 
 def read_glue_sst2(path: str | os.PathLike) -> list[dict]:

@@ -6,9 +6,15 @@ function here returns the edge list ``(src, dst)`` of one sentence, so the const
 short, testable and can be read next to each other:
 
   complete   every token receives from every token: what a Transformer layer does.
-  tree       tokens are joined to their parent in the (gold or parsed) syntax tree, both ways:
-             a Tree-LSTM-like inductive bias.
-  binary_tree  the tree binarised: each head takes its dependents one at a time, left to right,
+  tree       the dataset's own tree, both ways along every edge: a Tree-LSTM-like inductive bias.
+             ListOps: the expression's tree (operator heads, arguments below). SST: the gold
+             constituency tree, with a *phrase* node (``pos = -1``, token ``<phrase>``) for every
+             inner node, so ``readout=root`` reads the root phrase. A dataset with no gold tree
+             (TREC, SST-2, your files) uses its dependency parse, as ``dep`` does.
+  dep        the dependency parse (spaCy's ``en_core_web_sm``): each word joined to its head word.
+             Text datasets only; the same tokens as every other construction.
+  binary_tree  the tree binarised (SST's gold trees are binary already and are used as they are):
+             each head takes its dependents one at a time, left to right,
              through new *phrase* nodes (``[MAX 2 9 ]`` -> ``( ( ( [MAX 2 ) 9 ) ] )``, exactly the
              parentheses of the published ListOps files). Tokens are the leaves; phrase nodes
              (``pos = -1``) are joined to their two children, both ways. The tree the binary
@@ -41,8 +47,8 @@ import torch
 
 from data.vocab import PHRASE, SPECIALS
 
-GRAPHS = ("complete", "tree", "binary_tree", "window", "knn", "none")
-TREE_GRAPHS = ("tree", "binary_tree")  # the constructions that carry a tree (parent, slot, height)
+GRAPHS = ("complete", "tree", "dep", "binary_tree", "window", "knn", "none")
+TREE_GRAPHS = ("tree", "dep", "binary_tree")  # the constructions that carry a tree (parent, slot, height)
 # Edge types (edata['etype']): what the receiving node dst is to the sender src.
 SELF, FROM_CHILD, FROM_HEAD, FROM_LEFT, FROM_RIGHT, CLS_EDGE = range(6)
 EDGE_TYPES = ("self", "from_child", "from_head", "from_left", "from_right", "cls")
@@ -306,36 +312,63 @@ class GraphConstruction:
     def dynamic(self) -> bool:
         return self.name == "knn"
 
+    def tree_of(self, n: int, heads: list[int] | None, tree=None) -> tuple[list[int], list[int] | None]:
+        """``(parent, slot)`` of the tree this construction walks, over the n tokens and any phrase nodes
+        after them (``slot`` None: children in sentence order). ``heads`` is a tree over the tokens
+        (ListOps' expression tree, a dependency parse); ``tree`` a gold ``(parent, slot)`` with phrase
+        nodes (SST's constituency tree)."""
+        if self.name == "dep" or tree is None:
+            if heads is None:
+                what = "a dependency parse (text datasets have one)" if self.name == "dep" else "a tree"
+                raise ValueError(
+                    f"graph={self.name} needs {what} for every sentence; ListOps and the text datasets have one"
+                )
+            if len(heads) != n:
+                raise ValueError(f"a tree over {len(heads)} tokens for a sentence of {n}")
+            return binarise(heads) if self.name == "binary_tree" else (list(heads), None)
+        parent, slot = list(tree[0]), list(tree[1])
+        if len(parent) < n or len(slot) != len(parent):
+            raise ValueError(f"a gold tree of {len(parent)} nodes for a sentence of {n} tokens")
+        if self.name == "binary_tree" and any(len(k) > 2 for k in children_of(parent)):
+            raise ValueError("graph=binary_tree needs a binary gold tree (SST's are); use graph=tree")
+        return parent, slot
+
     def edges(self, n: int, heads: list[int] | None) -> Edges:
+        """The edges over the n tokens of the constructions that add no nodes (tree graphs: see ``__call__``)."""
         if self.name == "complete":
             return complete_edges(n, self.self_loops)
         if self.name in TREE_GRAPHS:
-            if heads is None:
-                raise ValueError(
-                    f"graph={self.name} needs a tree for every sentence (ListOps has one; text needs a parser)"
-                )
-            return tree_edges(heads if self.name == "tree" else binarise(heads)[0], self.self_loops)
+            return tree_edges(self.tree_of(n, heads)[0], self.self_loops)
         if self.name == "window":
             return window_edges(n, self.window, self.self_loops)
         if self.name == "none":
             return self_loop_edges(n)
         return torch.empty(0, dtype=torch.long), torch.empty(0, dtype=torch.long)  # knn: edges come later
 
-    def __call__(self, tok_ids: list[int], heads: list[int] | None = None) -> dgl.DGLGraph:
+    def __call__(self, tok_ids: list[int], heads: list[int] | None = None, tree=None) -> dgl.DGLGraph:
+        """The graph of one sentence: token ids, its tree over the tokens (``heads``, -1 at a root) and,
+        where the dataset has one, its gold tree ``(parent, slot)`` with phrase nodes (SST)."""
         n = len(tok_ids)
-        src, dst = self.edges(n, heads)
         tok, pos = torch.tensor(tok_ids, dtype=torch.long), torch.arange(n)
-        tree, order = None, None  # the parents of every node (and phrases' child order), for tree constructions
+        parents, order = None, None  # the parents of every node (and their child order), for tree constructions
         if self.name in TREE_GRAPHS:
-            tree, order = (heads, None) if self.name == "tree" else binarise(heads)
-            extra = len(tree) - n  # phrase nodes
+            parents, order = self.tree_of(n, heads, tree)
+            src, dst = tree_edges(parents, self.self_loops)
+            extra = len(parents) - n  # phrase nodes
+            if extra and self.pe is not None:
+                raise ValueError(
+                    f"model.positional={self.pe} is not defined on phrase nodes (graph={self.name} on a gold "
+                    "constituency tree): use model.positional=sinusoidal or none, or graph=dep"
+                )
             tok = torch.cat([tok, torch.full((extra,), self.phrase_id, dtype=torch.long)])
             pos = torch.cat([pos, torch.full((extra,), -1, dtype=torch.long)])
+        else:
+            src, dst = self.edges(n, heads)
         num = len(tok)
         root = torch.zeros(num, dtype=torch.bool)
-        ref = tree if tree is not None else heads
+        ref = parents if parents is not None else heads
         root[ref.index(-1) if ref is not None and -1 in ref else 0] = True
-        parent = torch.tensor(tree, dtype=torch.long) if tree is not None else None
+        parent = torch.tensor(parents, dtype=torch.long) if parents is not None else None
         etype = edge_types(src, dst, parent)
         pe = self.positions(n, heads, src, dst) if self.pe is not None else None
         if self.cls_id is not None:
@@ -347,14 +380,14 @@ class GraphConstruction:
             root = torch.cat([root, torch.tensor([False])])
             pe = None if pe is None else torch.cat([pe, torch.zeros(1, self.pe_dim)])
             parent = None if parent is None else torch.cat([parent, torch.tensor([-1])])
-            tree = None if tree is None else tree + [-1]
+            parents = None if parents is None else parents + [-1]
             order = None if order is None else order + [-1]
             num += 1
         g = dgl.graph((src, dst), num_nodes=num)
         g.ndata["tok"], g.ndata["pos"], g.ndata["root"] = tok, pos, root
         g.edata["etype"] = etype
-        if tree is not None:
-            slot, height = tree_schedule(tree, order)
+        if parents is not None:
+            slot, height = tree_schedule(parents, order)
             g.ndata["parent"] = parent
             g.ndata["slot"], g.ndata["height"] = torch.tensor(slot), torch.tensor(height)
         if pe is not None:

@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from data import listops
 from data.graphs import GRAPHS, STRUCTURAL_PE, GraphConstruction
 from data.text import TEXT_DATASETS, load_text_splits
-from data.vocab import Vocab
+from data.vocab import PHRASE, Vocab
 
 log = logging.getLogger(__name__)
 datasets.disable_progress_bars()  # our own bars say what is happening
@@ -96,11 +96,25 @@ def make_construction(graph_cfg: Mapping, vocab: Vocab, model_cfg: Mapping) -> G
         window=int(graph_cfg.get("window", 2)),
         k=int(graph_cfg.get("k", 4)),
         cls_id=vocab.cls_id if model_cfg.get("readout", "mean") == "cls" else None,
-        **({"phrase_id": vocab.phrase_id} if name == "binary_tree" else {}),
+        # phrase nodes (binary_tree; tree on a gold constituency tree) are <phrase> tokens; vocabularies
+        # saved before <phrase> existed cannot read binary_tree, and never met a gold tree
+        **({"phrase_id": vocab.phrase_id} if name == "binary_tree" or PHRASE in vocab.stoi else {}),
         pe=positional if positional in STRUCTURAL_PE else None,
         pe_dim=int(model_cfg.get("pe_dim", 8)),
         pe_graph=model_cfg.get("pe_graph", "tree"),
     )
+
+
+def node_labels(num_nodes: int, num_tokens: int, labels: list[int], has_cls: bool) -> torch.Tensor:
+    """(N,) the label of each node of a graph: the tokens' labels, then the phrases' when the graph has
+    phrase nodes (a gold-tree construction numbers them as the treebank does), -1 for a node with none
+    (the ``<cls>`` node, which comes last; a neutral phrase of binary SST)."""
+    labelled = num_nodes - int(has_cls)  # tokens, and phrases if the graph has them
+    if labelled not in (num_tokens, len(labels)):
+        raise ValueError(f"a graph of {num_nodes} nodes for {num_tokens} tokens and {len(labels)} labelled nodes")
+    out = torch.full((num_nodes,), -1, dtype=torch.long)
+    out[:labelled] = torch.tensor(labels[:labelled], dtype=torch.long)
+    return out
 
 
 class GraphDataset(Dataset):
@@ -123,17 +137,22 @@ class GraphDataset(Dataset):
         self.cache_path = path
         self.graphs = self._load_cached(path, len(encoded)) if path is not None and path.is_file() else None
         if self.graphs is None:
-            heads = encoded["heads"] if "heads" in encoded.column_names else [None] * len(encoded)
+            cols = encoded.column_names
+            heads = encoded["heads"] if "heads" in cols else [None] * len(encoded)
+            gold = zip(encoded["parent"], encoded["slot"]) if "parent" in cols else [None] * len(encoded)
             self.graphs = [
-                construction(ids, h)
-                for ids, h in tqdm(
-                    zip(encoded["ids"], heads),
+                construction(ids, h, tree)
+                for ids, h, tree in tqdm(
+                    zip(encoded["ids"], heads, gold),
                     total=len(encoded),
                     desc=f"graphs {desc}".strip(),
                     leave=False,
                     disable=not progress,
                 )
             ]
+            if "node_labels" in cols:  # SST: the sentiment of every word and phrase the graph has a node for
+                for g, ids, labels in zip(self.graphs, encoded["ids"], encoded["node_labels"]):
+                    g.ndata["label"] = node_labels(g.num_nodes(), len(ids), labels, construction.cls_id is not None)
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 tmp = path.with_name(path.name + ".tmp")

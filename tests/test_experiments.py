@@ -350,14 +350,41 @@ def test_results_table_graph_columns_other_factors_rows(tmp_path):
 # --------------------------------------------------------------------------------------------
 # Every experiment file: composes, and every point of its sweep is a valid config
 # --------------------------------------------------------------------------------------------
-def sweep_points(name: str) -> list[list[str]]:
-    """The override lists of an experiment's sweep (hydra.sweeper.params), or [[]] for a single run."""
-    spec = yaml.safe_load((CONF / "experiment" / f"{name}.yaml").read_text())
-    params = (spec.get("hydra") or {}).get("sweeper", {}).get("params", {})
+def _product(items: list[tuple[str, str]]) -> list[list[str]]:
     points = [[]]
-    for key, values in params.items():
+    for key, values in items:
         points = [p + [f"{key}={v.strip()}"] for p in points for v in str(values).split(",")]
     return points
+
+
+def sweep_points(name: str) -> list[list[str]]:
+    """The override lists of an experiment's runs: its hydra.sweeper.params, or every line of its
+    experiment_grids (tools/experiment.py runs them), or [[]] for a single run."""
+    spec = yaml.safe_load((CONF / "experiment" / f"{name}.yaml").read_text())
+    if spec.get("experiment_grids"):
+        return [
+            p for line in spec["experiment_grids"] for p in _product([tuple(o.split("=", 1)) for o in line.split()])
+        ]
+    params = (spec.get("hydra") or {}).get("sweeper", {}).get("params", {})
+    return _product(list(params.items()))
+
+
+def test_experiment_runner_runs_every_grid_then_the_table(tmp_path, monkeypatch):
+    """tools/experiment.py: one multirun per line of experiment_grids, in order, with the extra overrides,
+    then the table of the experiment's sweep directory."""
+    from tools import experiment
+
+    calls = []
+    monkeypatch.setattr(experiment.subprocess, "call", lambda cmd, cwd=None: calls.append(cmd[1:]) or 0)
+    assert experiment.main(["sst", "trainer.max_epochs=1"]) == 0
+    grids = yaml.safe_load((CONF / "experiment" / "sst.yaml").read_text())["experiment_grids"]
+    assert len(calls) == len(grids) + 1
+    for call, line in zip(calls, grids):
+        assert call[:3] == ["train.py", "-m", "experiment=sst"] and call[3:] == line.split() + ["trainer.max_epochs=1"]
+    assert calls[-1][:3] == ["-m", "tools.results_table", "multirun/sst"]
+    assert experiment.grids_of("heads") == [[]]  # a plain sweep: its own hydra.sweeper.params
+    with pytest.raises(SystemExit, match="no experiment 'nope'; valid: .*sst"):
+        experiment.grids_of("nope")
 
 
 def test_experiment_files_have_a_command_header():
@@ -365,7 +392,7 @@ def test_experiment_files_have_a_command_header():
         text = (CONF / "experiment" / f"{name}.yaml").read_text()
         assert text.startswith("# @package _global_"), name
         header = "\n".join(line for line in text.splitlines() if line.startswith("#"))
-        commands = re.findall(r"experiment=(\w+)|make (\w+)", header)
+        commands = re.findall(r"experiment=(\w+)|make (\w+)|E=(\w+)", header)
         assert any(name in c for c in commands), f"{name}.yaml: its header must give the command that runs it"
 
 
@@ -380,6 +407,9 @@ def test_every_sweep_point_composes_and_passes_the_config_checks(name):
         check_config(cfg)
         for override in point:
             key, value = override.split("=")
+            if key in ("dataset",):  # a config group: compare its name
+                assert cfg.dataset.name == value, (name, override)
+                continue
             got = cfg[key].name if key in ("model", "graph") else OmegaConf.select(cfg, key)
             assert str(got).lower() == value.lower(), (name, override)
 
@@ -391,6 +421,16 @@ def test_every_experiment_runs_a_few_steps(name, tmp_path):
     from tests.conftest import run_script
 
     tiny = ["debug=tiny", "trainer.max_epochs=1", "dataset.num_train=64", "dataset.num_val=32", "dataset.num_test=32"]
+    spec = yaml.safe_load((CONF / "experiment" / f"{name}.yaml").read_text())
+    if spec.get("experiment_grids"):  # one run per grid line (its first value of every key)
+        data_dir = (spec.get("dataset") or {}).get("data_dir")
+        if data_dir and not (CONF.parent / data_dir).is_dir():
+            pytest.skip(f"experiment={name} reads {data_dir}, which is not beside this checkout")
+        for k, line in enumerate(spec["experiment_grids"]):
+            first = [o.split(",")[0] for o in line.split()]
+            run_script("train.py", f"experiment={name}", *first, *tiny, f"hydra.run.dir={tmp_path}/{k}", timeout=900)
+            assert 0 <= json.loads((tmp_path / str(k) / "results.json").read_text())["test_acc"] <= 1
+        return
     points = sweep_points(name)
     if points == [[]]:
         run_script("train.py", f"experiment={name}", *tiny, f"hydra.run.dir={tmp_path}/run")

@@ -113,7 +113,7 @@ def expected_edges(name: str, self_loops: bool, window: int = 2) -> set[tuple[in
     if name == "complete":
         e = {(i, j) for i in range(N) for j in range(N)}
         return e if self_loops else e - loops(N)
-    if name == "tree":
+    if name in ("tree", "dep"):  # with only a tree over the tokens, tree and dep are the same graph
         return TREE_NO_LOOPS | (loops(N) if self_loops else set())
     if name == "window":
         e = {(i, j) for i in range(N) for j in range(N) if abs(i - j) <= window}

@@ -7,6 +7,16 @@
           scored 34.7% against 26.7% for the best fixed-offset baseline);
   child   how often the most-attended other token is one of the token's children.
 
+With ``--tree gold`` (SST, whose gold trees are constituency trees: phrases, not word-to-word edges) the
+relation is the **sister constituent**: the words of the subtree beside the token under its parent phrase
+(in ``(the (lovely film))``, the sister of ``the`` is ``lovely film``; of ``lovely``, ``film``). Then
+
+  mass    the share of a token's attention on its sister constituent (uniform: its size / tokens attended);
+  sister  how often the most-attended other token lies in the sister constituent.
+
+``--tree dep`` (the default) compares with the ``heads`` column: ListOps' gold tree, a text dataset's
+dependency parse.
+
 The baselines use position only: "parent = the token at offset k" for the best k. A token's own
 self loop is left out of the argmax (attending to oneself says nothing about syntax), and so is
 the ``<cls>`` node; a tie for the most attention (or none given to other tokens) counts as no
@@ -14,6 +24,7 @@ prediction, so a head that attends only to itself scores 0.
 
     python -m tools.attention_syntax outputs/neural_syntax                 # a run dir or a .pt file
     python -m tools.attention_syntax RUN --split val --max-examples 500 --out DIR
+    python -m tools.attention_syntax multirun/sst/graph=complete,model=transformer,seed=0 --tree gold
 
 Writes ``syntax.json``, ``syntax_heads.png`` (layer x head heat maps) and ``syntax_example.png``
 (one sentence's attention per layer and head, gold tree edges marked) to ``RUN/syntax`` or ``--out``.
@@ -31,6 +42,7 @@ from engine.io import write_json
 from tools.common import Run, output_dir, pyplot, run_parser
 
 OFFSETS = [o for o in range(-12, 13) if o != 0]
+TREES = ("dep", "gold")  # the heads column (ListOps' tree, a parse) | SST's gold constituency tree
 
 
 def record_attention(model) -> list:
@@ -96,6 +108,67 @@ def head_scores(attn: torch.Tensor, src, dst, parent, is_token) -> dict[str, tor
     }
 
 
+def sister_pairs(parent: list[int], num_tokens: int) -> list[tuple[int, int]]:
+    """``(i, j)``: token j lies in token i's sister constituent (the other child of i's parent phrase) in a
+    gold tree over ``num_tokens`` tokens and phrase nodes numbered after them."""
+    kids: list[list[int]] = [[] for _ in parent]
+    for node, p in enumerate(parent):
+        if p >= 0:
+            kids[p].append(node)
+    leaves: list[list[int]] = [[] for _ in parent]
+
+    def words(node: int) -> list[int]:
+        if not leaves[node]:
+            leaves[node] = [node] if node < num_tokens else [w for k in kids[node] for w in words(k)]
+        return leaves[node]
+
+    pairs = []
+    for i in range(num_tokens):
+        if parent[i] >= 0:
+            pairs += [(i, j) for sib in kids[parent[i]] if sib != i for j in words(sib)]
+    return pairs
+
+
+def related_scores(attn: torch.Tensor, src, dst, related, is_token) -> dict[str, torch.Tensor]:
+    """Per head (H,) sums and counts of one layer of one batch against a token relation: ``related`` (E,)
+    marks the edges src -> dst whose sender is related to the receiver (``attn`` is (E, H))."""
+    n = len(is_token)
+    related = related & (src != dst)
+    mass = torch.zeros(n, attn.shape[1]).index_add_(0, dst, attn * related[:, None])  # (N, H)
+    has_rel = torch.zeros(n, dtype=torch.bool)
+    has_rel[dst[related]] = True
+    candidate = (src != dst) & is_token[src]
+    scores = attn.masked_fill(~candidate[:, None], -1.0)
+    best = torch.full((n, attn.shape[1]), -1.0).scatter_reduce(0, dst[:, None].expand_as(scores), scores, "amax")
+    is_best = (scores == best[dst]) & candidate[:, None]  # (E, H)
+    ties = torch.zeros(n, attn.shape[1]).index_add_(0, dst, is_best.float())
+    hits = torch.zeros(n, attn.shape[1]).index_add_(0, dst, (is_best & related[:, None]).float())
+    hit = (hits > 0) & (ties == 1) & (best > 0)  # one clear most-attended token, and it is related
+    rows = is_token & has_rel
+    counts = torch.zeros(n).index_add_(0, dst, torch.ones_like(dst, dtype=torch.float)).clamp(min=1)
+    return {
+        "mass": mass[rows].sum(0),
+        "mass_n": rows.sum(),
+        "sister": hit[rows].sum(0),
+        "sister_n": rows.sum(),
+        "uniform": (torch.zeros(n).index_add_(0, dst, related.float()) / counts)[rows].sum(),
+    }
+
+
+def sister_offset_baseline(pairs_per_sentence: list[list[tuple[int, int]]]) -> dict:
+    """ "The sister constituent holds token i + k": accuracy of the best fixed offset k."""
+    hits, total = np.zeros(len(OFFSETS)), 0
+    for pairs in pairs_per_sentence:
+        by_token: dict[int, set] = {}
+        for i, j in pairs:
+            by_token.setdefault(i, set()).add(j)
+        for i, js in by_token.items():
+            total += 1
+            hits += [i + o in js for o in OFFSETS]
+    acc = hits / max(1, total)
+    return {"sister": {"offset": OFFSETS[int(acc.argmax())], "acc": float(acc.max())}}
+
+
 def offset_baselines(heads: list[list[int]]) -> dict:
     """Position-only predictors: accuracy of "parent = i + k" and "a child = i + k" for each offset k."""
     parent_hits, child_hits = np.zeros(len(OFFSETS)), np.zeros(len(OFFSETS))
@@ -120,26 +193,43 @@ def offset_baselines(heads: list[list[int]]) -> dict:
 
 
 @torch.no_grad()
-def analyse(run: Run, split: str = "test", max_examples: int | None = 1000, batch_size: int = 128) -> dict:
+def analyse(
+    run: Run, split: str = "test", max_examples: int | None = 1000, batch_size: int = 128, tree: str = "dep"
+) -> dict:
+    if tree not in TREES:
+        raise ValueError(f"unknown --tree {tree!r}; valid: {', '.join(TREES)}")
     model = run.model
     if model.dynamic:
         raise ValueError("graph=knn rebuilds its edges in every layer; analyse a model trained on a fixed graph")
     model.impl = "sparse"  # DGL message passing: the weights come per edge
     records = record_attention(model)
     ds = run.split(split, max_examples)
-    if "heads" not in ds.column_names:
-        raise ValueError(f"{run.config['dataset']['name']} has no trees to compare with")
-    heads = ds["heads"]
+    column = "heads" if tree == "dep" else "parent"
+    if column not in ds.column_names:
+        what = "trees to compare with" if tree == "dep" else "gold constituency trees (--tree gold is for SST)"
+        raise ValueError(f"{run.config['dataset']['name']} has no {what}")
+    heads = ds[column]
+    pairs = [sister_pairs(p, len(t)) for p, t in zip(heads, ds["tokens"])] if tree == "gold" else None
     totals: dict[str, torch.Tensor] = {}
     correct = start = 0
     for g, y in run.batches(ds, batch_size):
         records.clear()
         correct += (model(g).argmax(-1) == y).sum().item()
         src, dst = g.edges()
-        parent = parents_of(g, heads[start : start + g.batch_size])
         is_token = g.ndata["pos"] >= 0
+        if tree == "dep":
+            parent = parents_of(g, heads[start : start + g.batch_size])
+        else:  # the sister pairs of this batch, as keys receiver * N + sender
+            offsets = torch.cat([torch.zeros(1, dtype=torch.long), g.batch_num_nodes().cumsum(0)[:-1]])
+            keys = [(i + o) * g.num_nodes() + j + o for o, ps in zip(offsets.tolist(), pairs[start:]) for i, j in ps]
+            related = torch.isin(dst * g.num_nodes() + src, torch.tensor(keys, dtype=torch.long))
         for layer, attn in enumerate(records):
-            for key, value in head_scores(attn, src, dst, parent, is_token).items():
+            scores = (
+                head_scores(attn, src, dst, parent, is_token)
+                if tree == "dep"
+                else related_scores(attn, src, dst, related, is_token)
+            )
+            for key, value in scores.items():
                 totals[(layer, key)] = totals.get((layer, key), 0) + value
         start += g.batch_size
     layers = len(records)
@@ -147,22 +237,29 @@ def analyse(run: Run, split: str = "test", max_examples: int | None = 1000, batc
     def grid(key):
         return [(totals[(ly, key)] / totals[(ly, key + "_n")].clamp(min=1)).tolist() for ly in range(layers)]
 
-    mass, parent, child = grid("mass"), grid("parent"), grid("child")
+    mass = grid("mass")
     uniform = float(totals[(0, "uniform")] / totals[(0, "mass_n")].clamp(min=1))
-    best = max(((ly, hd) for ly in range(layers) for hd in range(len(parent[0]))), key=lambda lh: parent[lh[0]][lh[1]])
+    hits = (
+        {"parent_acc": grid("parent"), "child_acc": grid("child")} if tree == "dep" else {"sister_acc": grid("sister")}
+    )
+    first = "parent_acc" if tree == "dep" else "sister_acc"
+    best = max(
+        ((ly, hd) for ly in range(layers) for hd in range(len(hits[first][0]))),
+        key=lambda lh: hits[first][lh[0]][lh[1]],
+    )
     return {
         "checkpoint": str(run.path),
         "model": run.config["model"]["name"],
         "graph": run.config["graph"]["name"],
+        "tree": tree,
         "split": split,
         "examples": len(ds),
         "accuracy": correct / len(ds),
         "mass_on_tree": mass,
-        "parent_acc": parent,
-        "child_acc": child,
+        **hits,
         "uniform_mass_baseline": uniform,
-        "offset_baselines": offset_baselines(heads),
-        "best_parent_head": {"layer": best[0] + 1, "head": best[1] + 1, "acc": parent[best[0]][best[1]]},
+        "offset_baselines": offset_baselines(heads) if tree == "dep" else sister_offset_baseline(pairs),
+        f"best_{first[:-4]}_head": {"layer": best[0] + 1, "head": best[1] + 1, "acc": hits[first][best[0]][best[1]]},
         "best_mass_head": max(
             ({"layer": ly + 1, "head": hd + 1, "mass": m} for ly, row in enumerate(mass) for hd, m in enumerate(row)),
             key=lambda d: d["mass"],
@@ -171,42 +268,56 @@ def analyse(run: Run, split: str = "test", max_examples: int | None = 1000, batc
 
 
 def format_report(r: dict) -> str:
-    heads = len(r["parent_acc"][0])
+    dep = r.get("tree", "dep") == "dep"
+    hit_keys = ("parent_acc", "child_acc") if dep else ("sister_acc",)
+    names = " / ".join(["mass"] + [k[:-4] for k in hit_keys])
+    layers, heads = len(r["mass_on_tree"]), len(r["mass_on_tree"][0])
+    what = "tree" if dep else "gold constituency tree (sister constituents)"
     lines = [
-        f"{r['model']} on {r['graph']} graphs, {r['examples']} {r['split']} examples (accuracy {r['accuracy']:.3f})",
+        f"{r['model']} on {r['graph']} graphs against the {what}, {r['examples']} {r['split']} examples "
+        f"(accuracy {r['accuracy']:.3f})",
         "",
-        "| layer | " + " | ".join(f"head {h + 1}: mass / parent / child" for h in range(heads)) + " |",
+        "| layer | " + " | ".join(f"head {h + 1}: {names}" for h in range(heads)) + " |",
         "|---|" + "---|" * heads,
     ]
-    for ly in range(len(r["parent_acc"])):
-        cells = [
-            f"{r['mass_on_tree'][ly][h]:.2f} / {r['parent_acc'][ly][h]:.2f} / {r['child_acc'][ly][h]:.2f}"
-            for h in range(heads)
-        ]
+    for ly in range(layers):
+        cells = [" / ".join(f"{r[k][ly][h]:.2f}" for k in ("mass_on_tree",) + hit_keys) for h in range(heads)]
         lines.append(f"| {ly + 1} | " + " | ".join(cells) + " |")
-    b, off = r["best_parent_head"], r["offset_baselines"]
-    lines += [
-        "",
-        f"best head for parent: layer {b['layer']} head {b['head']}, {b['acc']:.1%}; "
-        f"best fixed offset: {off['parent']['offset']:+d}, {off['parent']['acc']:.1%}",
-        f"best head for a child: {max(max(row) for row in r['child_acc']):.1%}; "
-        f"best fixed offset: {off['child']['offset']:+d}, {off['child']['acc']:.1%}",
-        f"most attention on tree neighbours: layer {r['best_mass_head']['layer']} head {r['best_mass_head']['head']}, "
-        f"{r['best_mass_head']['mass']:.1%}; uniform attention would put {r['uniform_mass_baseline']:.1%} there",
-    ]
+    off = r["offset_baselines"]
+    lines.append("")
+    for key in hit_keys:
+        rel = key[:-4]
+        b = r[f"best_{rel}_head"] if f"best_{rel}_head" in r else None
+        best = f"layer {b['layer']} head {b['head']}, {b['acc']:.1%}" if b else f"{max(max(row) for row in r[key]):.1%}"
+        lines.append(
+            f"best head for {'a ' if rel == 'child' else ''}{rel}: {best}; "
+            f"best fixed offset: {off[rel]['offset']:+d}, {off[rel]['acc']:.1%}"
+        )
+    lines.append(
+        f"most attention on {'tree neighbours' if dep else 'the sister constituent'}: layer "
+        f"{r['best_mass_head']['layer']} head {r['best_mass_head']['head']}, {r['best_mass_head']['mass']:.1%}; "
+        f"uniform attention would put {r['uniform_mass_baseline']:.1%} there"
+    )
     return "\n".join(lines)
 
 
 def plot_heads(r: dict, path: Path) -> Path:
     plt = pyplot()
 
-    panels = [
-        ("mass_on_tree", f"attention mass on tree neighbours\n(uniform: {r['uniform_mass_baseline']:.2f})"),
-        ("parent_acc", f"most-attended = parent\n(best offset: {r['offset_baselines']['parent']['acc']:.2f})"),
-        ("child_acc", f"most-attended = a child\n(best offset: {r['offset_baselines']['child']['acc']:.2f})"),
-    ]
-    layers, heads = len(r["parent_acc"]), len(r["parent_acc"][0])
-    fig, axes = plt.subplots(1, 3, figsize=(3.6 * 3 + 0.5 * heads, 0.5 * layers + 2.4))
+    off = r["offset_baselines"]
+    if r.get("tree", "dep") == "dep":
+        panels = [
+            ("mass_on_tree", f"attention mass on tree neighbours\n(uniform: {r['uniform_mass_baseline']:.2f})"),
+            ("parent_acc", f"most-attended = parent\n(best offset: {off['parent']['acc']:.2f})"),
+            ("child_acc", f"most-attended = a child\n(best offset: {off['child']['acc']:.2f})"),
+        ]
+    else:
+        panels = [
+            ("mass_on_tree", f"attention mass on the sister constituent\n(uniform: {r['uniform_mass_baseline']:.2f})"),
+            ("sister_acc", f"most-attended in the sister constituent\n(best offset: {off['sister']['acc']:.2f})"),
+        ]
+    layers, heads = len(r["mass_on_tree"]), len(r["mass_on_tree"][0])
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels) + 0.5 * heads, 0.5 * layers + 2.4))
     for ax, (key, title) in zip(axes, panels):
         data = np.array(r[key])
         im = ax.imshow(data, cmap="viridis", vmin=0, vmax=1, aspect="auto")
@@ -224,8 +335,11 @@ def plot_heads(r: dict, path: Path) -> Path:
 
 
 @torch.no_grad()
-def plot_example(run: Run, path: Path, split: str = "test", min_len: int = 10, max_len: int = 18) -> Path:
-    """One sentence's attention matrices, a panel per layer and head; white dots mark gold tree edges."""
+def plot_example(
+    run: Run, path: Path, split: str = "test", min_len: int = 10, max_len: int = 18, tree: str = "dep"
+) -> Path:
+    """One sentence's attention matrices, a panel per layer and head; dots mark the tree's relation
+    (each token's parent; with ``tree="gold"``, its sister constituent)."""
     plt = pyplot()
 
     ds = run.split(split)
@@ -247,7 +361,9 @@ def plot_example(run: Run, path: Path, split: str = "test", min_len: int = 10, m
             mat[dst, src] = attn[:, hd]
             ax = axes[ly][hd]
             ax.imshow(mat[:n, :n], cmap="magma", vmin=0, vmax=1)
-            kids = [(i, p) for i, p in enumerate(heads) if p >= 0]
+            kids = (
+                [(i, p) for i, p in enumerate(heads) if p >= 0] if tree == "dep" else sister_pairs(ex["parent"][0], n)
+            )
             ax.scatter([p for i, p in kids], [i for i, p in kids], s=6, c="cyan", marker="o", label="parent")
             ax.set_xticks([])
             ax.set_yticks([])
@@ -258,7 +374,8 @@ def plot_example(run: Run, path: Path, split: str = "test", min_len: int = 10, m
                 ax.set_ylabel(f"layer {ly + 1}", fontsize=8)
             if ly == 0:
                 ax.set_title(f"head {hd + 1}", fontsize=8)
-    fig.suptitle("row i: where token i attends; cyan dots: its parent in the gold tree", fontsize=9)
+    relation = "its parent in the tree" if tree == "dep" else "its sister constituent in the gold tree"
+    fig.suptitle(f"row i: where token i attends; cyan dots: {relation}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -269,15 +386,18 @@ def main(argv=None) -> int:
     parser = run_parser(__doc__, "syntax")
     parser.add_argument("--split", default="test", help="train | val | test (default test)")
     parser.add_argument("--max-examples", type=int, default=1000)
+    parser.add_argument(
+        "--tree", default="dep", choices=TREES, help="dep: the heads column (ListOps' tree, a parse); gold: SST's trees"
+    )
     args = parser.parse_args(argv)
     try:
         run = Run.load(args.run)
-        result = analyse(run, args.split, args.max_examples)
+        result = analyse(run, args.split, args.max_examples, tree=args.tree)
         out = output_dir(args, run, "syntax")
         write_json(out / "syntax.json", result)
         print(format_report(result))
         print(f"saved {plot_heads(result, out / 'syntax_heads.png')}")
-        print(f"saved {plot_example(run, out / 'syntax_example.png', args.split)}")
+        print(f"saved {plot_example(run, out / 'syntax_example.png', args.split, tree=args.tree)}")
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -27,7 +27,7 @@ import yaml
 from tools.common import pyplot
 
 MODELS = ("gcn", "gat", "transformer", "sum", "mean", "max", "gin", "treelstm", "recursive")
-GRAPHS = ("complete", "tree", "binary_tree", "window", "knn", "none")
+GRAPHS = ("complete", "tree", "dep", "binary_tree", "window", "knn", "none")
 MIN_DEPTH_EXAMPLES = 10  # the depth plot leaves out depths rarer than this in the test split
 DEEP = 5  # depths from here on are few per test split: pooled into one column
 NOT_FACTORS = ("seed", "trainer.progress", "logger", "hparams_search", "cluster")  # not compared
@@ -154,6 +154,23 @@ def tables(runs: list[dict]) -> str:
                     cells = [_cell([b[k][1] for b in rs if k in b], "{:.2f}") for k in counts]
                     out.append(f"| {' | '.join(list(row) + ([c] if c else [])) or 'all'} | " + " | ".join(cells) + " |")
         out.append("")
+    if any(r.get("test_by_length") for r in runs):
+        out.append("**Test accuracy by length** (tokens; n = test examples)\n")
+        buckets: dict[str, int] = {}
+        for r in runs:  # every bucket any run has, with its count (the runs of one table share a test split)
+            for b, v in (r.get("test_by_length") or {}).items():
+                buckets[b] = max(buckets.get(b, 0), v["n"])
+        order = sorted(buckets, key=_bucket_start)
+        names = row_factors + (["graph"] if cols else [])
+        out.append(f"| {' | '.join(names) or 'run'} | " + " | ".join(f"{b} (n={buckets[b]})" for b in order) + " |")
+        out.append("|---|" + "---|" * (max(1, len(names)) - 1 + len(order)))
+        for row in rows:
+            for c in cols or [None]:
+                rs = [r["test_by_length"] for r in runs_at(row, c) if r.get("test_by_length")]
+                if rs:
+                    cells = [_cell([b[k]["acc"] for b in rs if k in b], "{:.3f}") for k in order]
+                    out.append(f"| {' | '.join(list(row) + ([c] if c else [])) or 'all'} | " + " | ".join(cells) + " |")
+        out.append("")
     if any(r.get("test_by_root") for r in runs):
         out.append("**Test accuracy by root operator** (ListOps; n = test examples)\n")
         first = next(r for r in runs if r.get("test_by_root"))["test_by_root"]
@@ -173,9 +190,24 @@ def tables(runs: list[dict]) -> str:
     return "\n".join(out)
 
 
-def plot_by_depth(runs: list[dict], path: Path) -> Path:
-    """Test accuracy against ListOps tree depth: one line per graph and one panel per row of the
-    table when graphs vary, else one line per run."""
+def _depth_points(r: dict) -> dict:
+    """``{depth: (n, acc)}`` of a run's test split, as numbers."""
+    return {int(d): (v["n"], v["acc"]) for d, v in (r.get("test_by_depth") or {}).items()}
+
+
+def _length_points(r: dict) -> dict:
+    """``{lower end of the length bucket: (n, acc)}``; the bucket names label the axis."""
+    return {_bucket_start(b): (v["n"], v["acc"]) for b, v in (r.get("test_by_length") or {}).items()}
+
+
+def _bucket_start(bucket: str) -> int:
+    return int(bucket.lstrip(">").split("-")[0]) + bucket.startswith(">")
+
+
+def _plot_breakdown(runs: list[dict], path: Path, points, xlabel: str, tick_names: dict | None = None) -> Path:
+    """Test accuracy against a per-example quantity (``points(run) -> {x: (n, acc)}``): one line per graph
+    and one panel per row of the table when graphs vary, else one line per run. Points with fewer than
+    ``MIN_DEPTH_EXAMPLES`` test examples are noise and left out; seeds are averaged."""
     plt = pyplot()
     row_factors, rows, cols = _layout(runs)
     panels = rows if cols else [None]
@@ -185,29 +217,24 @@ def plot_by_depth(runs: list[dict], path: Path) -> Path:
         lines = cols if cols else sorted({label(r) for r in runs}, key=lambda s: [_sort_key(v) for v in s.split("=")])
         for line in lines:
             rs = [
-                r
+                points(r)
                 for r in runs
-                if r.get("test_by_depth")
-                and (
+                if (
                     (tuple(r["_settings"].get(f, "–") for f in row_factors) == row and r["graph"] == line)
                     if cols
                     else label(r) == line
                 )
             ]
+            rs = [p for p in rs if p]
             if not rs:
                 continue
-            depths = sorted(  # depths with too few test examples are noise: left out
-                {int(d) for r in rs for d, v in r["test_by_depth"].items() if v["n"] >= MIN_DEPTH_EXAMPLES}
-            )
-            accs = [
-                statistics.mean(r["test_by_depth"][str(d)]["acc"] for r in rs if str(d) in r["test_by_depth"])
-                for d in depths
-            ]
-            ax.plot(depths, accs, marker="o", label=line or "all", color=colours.get(line))
-        ax.set(
-            title=", ".join(row) if row else "",
-            xlabel=f"tree depth (depths with >= {MIN_DEPTH_EXAMPLES} test examples)",
-        )
+            xs = sorted({x for p in rs for x, (n, _) in p.items() if n >= MIN_DEPTH_EXAMPLES})
+            accs = [statistics.mean(p[x][1] for p in rs if x in p) for x in xs]
+            ax.plot(xs, accs, marker="o", label=line or "all", color=colours.get(line))
+        if tick_names:
+            shown = sorted({x for line in ax.get_lines() for x in line.get_xdata()})
+            ax.set_xticks(shown, [tick_names.get(x, str(x)) for x in shown], rotation=30, fontsize=8)
+        ax.set(title=", ".join(row) if row else "", xlabel=f"{xlabel} (>= {MIN_DEPTH_EXAMPLES} test examples)")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("test accuracy")
     handles = {h.get_label(): h for ax in axes[0] for h in ax.get_lines()}  # every graph once, whichever panel has it
@@ -216,6 +243,17 @@ def plot_by_depth(runs: list[dict], path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def plot_by_depth(runs: list[dict], path: Path) -> Path:
+    """Test accuracy against tree depth (ListOps: the expression's; text: the dependency parse's)."""
+    return _plot_breakdown(runs, path, _depth_points, "tree depth")
+
+
+def plot_by_length(runs: list[dict], path: Path) -> Path:
+    """Test accuracy against sentence length, by the length buckets of ``engine.evaluation``."""
+    names = {_bucket_start(b): b for r in runs for b in (r.get("test_by_length") or {})}
+    return _plot_breakdown(runs, path, _length_points, "length in tokens", names)
 
 
 def plot_curves(runs: list[dict], path: Path) -> Path:
@@ -248,6 +286,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, help="also write the tables to this markdown file")
     parser.add_argument("--plot", type=Path, help="also save accuracy by tree depth as this PNG")
     parser.add_argument("--curves", type=Path, help="also save training curves (loss, val accuracy) as this PNG")
+    parser.add_argument("--lengths", type=Path, help="also save accuracy by sentence length as this PNG")
     args = parser.parse_args(argv)
     if not args.root.exists():
         print(f"error: {args.root} does not exist; run a sweep first (make sweep)", file=sys.stderr)
@@ -264,6 +303,8 @@ def main(argv=None) -> int:
         print(f"saved {plot_by_depth(runs, args.plot)}")
     if args.curves:
         print(f"saved {plot_curves(runs, args.curves)}")
+    if args.lengths:
+        print(f"saved {plot_by_length(runs, args.lengths)}")
     return 0
 
 

@@ -1,0 +1,68 @@
+"""Run one experiment of ``conf/experiment/`` and write its table: ``make experiment E=sst``.
+
+    python -m tools.experiment sst                   # every grid of conf/experiment/sst.yaml, then the table
+    python -m tools.experiment sst --table-only      # the table again, from the runs already there
+    python -m tools.experiment trec seed=0           # extra overrides go to every grid
+
+Most experiments are one Hydra grid (``hydra.sweeper.params`` or overrides on the command line). An
+experiment whose cells are not a full product (a Tree-LSTM runs on trees, not on complete graphs)
+lists its grids under ``experiment_grids``, each a line of multirun overrides; they run one after the
+other into the experiment's sweep directory, and one table is made of them all:
+
+    experiment_grids:
+      - model=transformer,gat,gcn graph=complete,tree,dep seed=0,1,2
+      - model=treelstm graph=tree,dep seed=0,1,2
+
+The table is ``python -m tools.results_table multirun/E`` into ``docs/results/E.md`` with its plots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def grids_of(name: str) -> list[list[str]]:
+    """The multirun override lists of ``conf/experiment/<name>.yaml`` (one empty list: its own sweep)."""
+    path = ROOT / "conf" / "experiment" / f"{name}.yaml"
+    if not path.is_file():
+        valid = sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml"))
+        raise SystemExit(f"error: no experiment {name!r}; valid: {', '.join(valid)}")
+    grids = (yaml.safe_load(path.read_text()) or {}).get("experiment_grids") or [""]
+    if not isinstance(grids, list) or not all(isinstance(g, str) for g in grids):
+        raise SystemExit(f"error: {path}: experiment_grids must be a list of override lines")
+    return [shlex.split(g) for g in grids]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("name", help="an experiment of conf/experiment/")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides added to every grid")
+    parser.add_argument("--table-only", action="store_true", help="only rebuild the table from existing runs")
+    args = parser.parse_args(argv)
+    grids = grids_of(args.name)
+    if not args.table_only:
+        for k, grid in enumerate(grids, start=1):
+            cmd = [sys.executable, "train.py", "-m", f"experiment={args.name}", *grid, *args.overrides]
+            print(f"[{k}/{len(grids)}] {shlex.join(cmd[1:])}", flush=True)
+            start = time.perf_counter()
+            if subprocess.call(cmd, cwd=ROOT):
+                print(f"error: grid {k} of experiment {args.name} failed (its runs are under multirun/{args.name})")
+                return 1
+            print(f"[{k}/{len(grids)}] done in {time.perf_counter() - start:.0f} s", flush=True)
+    table = [sys.executable, "-m", "tools.results_table", f"multirun/{args.name}"]
+    table += [f"--out=docs/results/{args.name}.md", f"--plot=docs/figures/{args.name}_by_depth.png"]
+    table += [f"--curves=docs/figures/{args.name}_curves.png", f"--lengths=docs/figures/{args.name}_by_length.png"]
+    return subprocess.call(table, cwd=ROOT)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
