@@ -241,6 +241,31 @@ def test_a_tie_for_the_most_attention_is_no_prediction():
     assert s["parent"].tolist() == [0] and s["child"].tolist() == [0]
 
 
+def test_sister_pairs_of_a_gold_tree():
+    """(the (lovely film)): the sister of `the` is `lovely film`; of `lovely`, `film`; of `film`, `lovely`."""
+    parent = [4, 3, 3, 4, -1]  # tokens 0-2, phrase 3 = (lovely film), root 4 = (the 3)
+    assert sorted(attention_syntax.sister_pairs(parent, 3)) == [(0, 1), (0, 2), (1, 2), (2, 1)]
+    baseline = attention_syntax.sister_offset_baseline([attention_syntax.sister_pairs(parent, 3)])["sister"]
+    assert baseline == {"offset": 1, "acc": 2 / 3}  # `the` and `lovely` have the next word in theirs, `film` not
+
+
+def test_related_scores_on_attention_that_is_the_relation():
+    """Head 0 attends only inside each token's sister constituent, head 1 only to itself."""
+    parent, n = [4, 3, 3, 4, -1], 3
+    g = GraphConstruction(name="complete")([5, 6, 7], [-1, 2, 0])
+    src, dst = g.edges()
+    pairs = set(attention_syntax.sister_pairs(parent, n))
+    related = torch.tensor([(int(d), int(s)) in pairs for s, d in zip(src, dst)])
+    attn = torch.zeros(g.num_edges(), 2)
+    attn[:, 0] = related.float()
+    attn[dst == 0, 0] = attn[dst == 0, 0] * torch.tensor([0.0, 0.7, 0.3])[src[dst == 0]]  # token 0: two sisters
+    attn[:, 1] = (src == dst).float()
+    r = attention_syntax.related_scores(attn, src, dst, related, g.ndata["pos"] >= 0)
+    assert r["sister_n"] == 3 and r["sister"].tolist() == [3, 0]  # a clear pick in the constituent; self says nothing
+    torch.testing.assert_close(r["mass"] / r["mass_n"], torch.tensor([1.0, 0.0]))
+    torch.testing.assert_close(r["uniform"] / r["mass_n"], torch.tensor((2 / 3 + 1 / 3 + 1 / 3) / 3))
+
+
 def test_offset_baselines():
     r = attention_syntax.offset_baselines([[-1, 0, 0], [-1, 0, 1]])
     assert r["parent"] == {"offset": -1, "acc": 0.75}  # 3 of the 4 parents sit just before
@@ -324,6 +349,21 @@ def fake_run(root: Path, name: str, overrides: list[str], acc: float, graph="com
         )
     )
     (d / "metrics.csv").write_text("epoch,train_loss,val_acc\n1,2.0,0.3\n2,1.5,0.4\n")
+
+
+def test_results_table_by_length_table_and_plot(tmp_path):
+    for i, (graph, acc) in enumerate([("tree", 0.5), ("complete", 0.4)]):
+        fake_run(tmp_path, str(i), [f"graph={graph}"], acc, graph=graph)
+        path = tmp_path / str(i) / "results.json"
+        r = json.loads(path.read_text())
+        r["test_by_length"] = {"1-10": {"n": 30, "acc": acc}, "11-20": {"n": 12, "acc": acc - 0.1}}
+        path.write_text(json.dumps(r))
+    args = [str(tmp_path), "--out", str(tmp_path / "t.md"), "--lengths", str(tmp_path / "len.png")]
+    assert results_table.main(args) == 0
+    text = (tmp_path / "t.md").read_text()
+    assert "| graph | 1-10 (n=30) | 11-20 (n=12) |" in text
+    assert "| tree | 0.500 | 0.400 |" in text and "| complete | 0.400 | 0.300 |" in text
+    assert (tmp_path / "len.png").stat().st_size > 1000
 
 
 def test_results_table_rows_are_the_sweep_factors(tmp_path, capsys):

@@ -504,3 +504,20 @@ def test_sst_num_train_is_a_sample_of_the_training_split(trained):
         return sum(y <= 1 for y in labels) / len(labels)
 
     assert abs(negative(capped) - negative(full)) < 0.1
+
+
+def test_attention_syntax_against_gold_and_dependency_trees(treebank, tmp_path, capsys):
+    """tools/attention_syntax.py on a complete-graph Transformer trained on SST: both trees, one report each."""
+    from tools import attention_syntax
+
+    extra = ["graph=complete", "model=transformer", "model.num_heads=2", "trainer.phrase_loss=false"]
+    run(compose_config(small_run(treebank["dir"], treebank["cache"], *extra)), tmp_path / "run")
+    for tree in ("gold", "dep"):
+        out = tmp_path / tree
+        assert attention_syntax.main([str(tmp_path / "run"), "--tree", tree, "--out", str(out)]) == 0
+        result = json.loads((out / "syntax.json").read_text())
+        assert result["tree"] == tree and len(result["mass_on_tree"]) == 4  # the transformer's 4 layers
+        key = "sister_acc" if tree == "gold" else "parent_acc"
+        assert all(0 <= v <= 1 for row in result[key] for v in row)
+        assert (out / "syntax_heads.png").is_file() and (out / "syntax_example.png").is_file()
+    assert "sister constituent" in capsys.readouterr().out
