@@ -60,10 +60,11 @@ neural_syntax: install ## train a Transformer on complete graphs, measure its at
 prune_heads: install ## prune the heads of experiment=heads' 8-head model (make experiment E=heads first)
 	$(PYTHON) -m tools.prune_heads multirun/heads/3_heads8 --out docs/results/prune_heads $(ARGS)
 
-bench: install ## the hardware lottery (sparse vs dense) and the recursive models' step cost -> bench/results/ (~10 min on 2 cores)
+bench: install ## the hardware lottery (sparse vs dense), the recursive models' step cost, cost as n grows -> bench/results/ (~20 min on 2 cores)
 	$(PYTHON) -m bench.hardware_lottery $(ARGS)
 	$(PYTHON) -m bench.padding
 	$(PYTHON) -m bench.recursive
+	$(PYTHON) -m bench.scaling
 
 notebooks: install ## tutorials/*.py (jupytext percent scripts) -> tutorials/notebooks/*.ipynb (not committed)
 	$(VENV)/bin/jupytext --to notebooks//ipynb tutorials/[0-9][0-9]_*.py

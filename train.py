@@ -33,7 +33,16 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from data.graphs import GRAPHS, PE_GRAPHS
-from data.pipeline import DATASETS, SPLITS, GraphDataset, load_splits, make_construction, make_loader, num_classes_of
+from data.pipeline import (
+    DATASETS,
+    SPLITS,
+    GraphDataset,
+    load_splits,
+    make_construction,
+    make_loader,
+    num_classes_of,
+    with_defaults,
+)
 from data.text import TEXT_DATASETS, TREEBANKS
 from data.vocab import Vocab
 from engine.checkpoint import load_checkpoint, restore_rng, rng_state, save_checkpoint
@@ -41,6 +50,7 @@ from engine.distributed import SINGLE, World, all_sum, finish
 from engine.distributed import start as start_world
 from engine.evaluation import predict, summarize
 from engine.io import write_json
+from engine.memory import check_fits, lazy_graphs
 from engine.tracking import MODES, Tracker
 from models import MODELS, RECURSIVE_MODELS, build_model
 from models.encoder import IMPLS, NORMS, POSITIONAL, READOUTS, UPDATES
@@ -163,7 +173,10 @@ def find_resume(cfg: DictConfig, out_dir: Path) -> dict | None:
     ckpt = load_checkpoint(path)
     now = OmegaConf.to_container(cfg, resolve=True)
     for key in ("dataset", "graph", "model", "optim"):
-        if ckpt["config"].get(key) != now.get(key):
+        theirs, ours = ckpt["config"].get(key), now.get(key)
+        if key == "dataset":  # keys added since the checkpoint was written, as the data pipeline reads them
+            theirs, ours = with_defaults(theirs), with_defaults(ours)
+        if theirs != ours:
             raise ValueError(
                 f"cannot resume from {path}: its {key} config differs from this run's; "
                 f"resume with the same {key} overrides, or start a new run directory"
@@ -253,7 +266,12 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
                 cfg.dataset.name,
             )
     cache = cfg.dataset.get("cache_dir")  # text datasets: parsed splits and their graphs on disk
-    sets = {s: GraphDataset(splits[s], vocab, construction, s, cfg.trainer.progress, cache) for s in SPLITS}
+    lengths = {s: splits[s]["length"] for s in SPLITS}
+    check_fits(cfg, construction, lengths["train"], device, cfg.model.get("impl", "sparse"))  # before the work
+    sets = {
+        s: GraphDataset(splits[s], vocab, construction, s, cfg.trainer.progress, cache, lazy_graphs(construction, n))
+        for s, n in lengths.items()
+    }
     train_loader = make_loader(
         sets["train"],
         int(cfg.trainer.batch_size),

@@ -19,7 +19,6 @@ and prints each step's time relative to the Transformer's. The target: a Tree-LS
 from __future__ import annotations
 
 import argparse
-import csv
 import platform
 import random
 import statistics
@@ -37,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from data import listops  # noqa: E402
 from data.graphs import GraphConstruction  # noqa: E402
 from data.vocab import Vocab  # noqa: E402
+from engine.io import write_csv  # noqa: E402
 from models.encoder import GraphEncoder  # noqa: E402
 from models.recursive import RecursiveEncoder  # noqa: E402
 
@@ -105,10 +105,7 @@ def main(argv=None) -> int:
         r["vs_transformer"] = r["ms_per_step"] / base
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "recursive.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(out / "recursive.csv", rows)
     lines = [
         "# Recursive models: one training step against the tree Transformer's",
         "",

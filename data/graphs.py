@@ -21,6 +21,10 @@ short, testable and can be read next to each other:
              Tree-LSTM of Tai et al. (2015) reads.
   window     every token receives from the tokens at most ``window`` positions away: a
              convolution / local attention.
+  bpt        the binary-partition graph of BP-Transformer (Ye et al., 2019): a *span* node (``pos = -1``,
+             token ``<phrase>``) for every block of a binary partition of the tokens, each span
+             hearing its tokens, each token hearing its ``k`` nearest tokens and then ``k`` ever larger
+             spans per level on each side: O(k·n·log n) edges instead of n^2 (``bpt_edges``).
   knn        every token receives from its ``k`` nearest tokens in the model's current
              embedding space: a graph the model learns, rebuilt in the forward pass
              (``dgl.segmented_knn_graph``, no gradient through the choice of edges).
@@ -47,7 +51,7 @@ import torch
 
 from data.vocab import PHRASE, SPECIALS
 
-GRAPHS = ("complete", "tree", "dep", "binary_tree", "window", "knn", "none")
+GRAPHS = ("complete", "tree", "dep", "binary_tree", "window", "bpt", "knn", "none")
 TREE_GRAPHS = ("tree", "dep", "binary_tree")  # the constructions that carry a tree (parent, slot, height)
 # Edge types (edata['etype']): what the receiving node dst is to the sender src.
 SELF, FROM_CHILD, FROM_HEAD, FROM_LEFT, FROM_RIGHT, CLS_EDGE = range(6)
@@ -89,6 +93,99 @@ def window_edges(n: int, window: int, self_loops: bool = True) -> Edges:
     src, dst = complete_edges(n, self_loops)
     keep = (src - dst).abs() <= window
     return src[keep], dst[keep]
+
+
+def bpt_spans(n: int) -> list[tuple[int, int]]:
+    """The span nodes of the binary partition of n tokens, as token ranges ``[lo, hi)``, in node order.
+
+    Level l cuts the tokens into aligned blocks of 2^l: ``[b·2^l, min((b+1)·2^l, n))``; levels go up
+    until one block holds every token (the root). A block of one token is that token, and a block with
+    the same tokens as the block below it is that block (the ragged right edge when n is not a power of
+    two), so every span node has two children and there are exactly n - 1 of them. Nodes are numbered
+    level by level, left to right, after the tokens: the root is the last.
+    """
+    spans, seen = [], set()
+    size = 2
+    while n > 1:
+        for lo in range(0, n, size):
+            span = (lo, min(lo + size, n))
+            if span[1] - span[0] > 1 and span not in seen:
+                seen.add(span)
+                spans.append(span)
+        if size >= n:
+            break
+        size *= 2
+    return spans
+
+
+def bpt_edges(n: int, k: int = 4, self_loops: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    """The binary-partition graph of BP-Transformer (Ye et al., 2019) over n tokens, with its span
+    nodes: ``(src, dst, etype, number of span nodes)``.
+
+    * **Span <- token** (the paper's affiliated edges): a span node receives from every token it
+      covers, so one layer makes it a summary of its span; n·log2(n) edges.
+    * **Token <- context** (the paper's contextual edges, fine near, coarse far): token i receives
+      from its k nearest tokens on each side (level 0); then, going out on each side, from up to k
+      blocks of level 1, then k of level 2, and so on. Before the k blocks of level l, one block of
+      level l - 1 is taken when the covered stretch does not end on a level-l boundary, so the
+      stretches never overlap and never leave a gap: the senders of token i cover every other token
+      exactly once (tests/test_long_range.py checks it), with about 2(k + 1)·log2(n / k) edges.
+
+    Edge types: a span hears a token ``from_child``; a token hears a sender on its left ``from_left``,
+    on its right ``from_right``; ``self`` for self loops.
+    """
+    spans = bpt_spans(n)
+    node_of = {span: n + s for s, span in enumerate(spans)}
+    node_of.update({(i, i + 1): i for i in range(n)})
+    src, dst, etype = [], [], []
+
+    def block(level: int, b: int) -> int:
+        size = 1 << level
+        return node_of[(b * size, min((b + 1) * size, n))]
+
+    for s, (lo, hi) in enumerate(spans):  # affiliated edges
+        src += range(lo, hi)
+        dst += [n + s] * (hi - lo)
+        etype += [FROM_CHILD] * (hi - lo)
+    for i in range(n):
+        senders = list(range(max(0, i - k), i))  # level 0, left
+        left, level = max(0, i - k), 1
+        while left > 0:
+            half = 1 << (level - 1)
+            if left % (1 << level):  # finish the level below first: left is a multiple of half
+                left -= half
+                senders.append(block(level - 1, left // half))
+            for _ in range(k):
+                if left == 0:
+                    break
+                left -= 1 << level
+                senders.append(block(level, left >> level))
+            level += 1
+        src += senders
+        dst += [i] * len(senders)
+        etype += [FROM_LEFT] * len(senders)
+        senders = list(range(i + 1, min(n, i + 1 + k)))  # level 0, right
+        right, level = min(n, i + 1 + k), 1
+        while right < n:
+            half = 1 << (level - 1)
+            if right % (1 << level):
+                senders.append(block(level - 1, right // half))
+                right += half
+            for _ in range(k):
+                if right >= n:
+                    break
+                senders.append(block(level, right >> level))
+                right += 1 << level
+            level += 1
+        src += senders
+        dst += [i] * len(senders)
+        etype += [FROM_RIGHT] * len(senders)
+    src, dst, etype = (torch.tensor(x, dtype=torch.long) for x in (src, dst, etype))
+    if self_loops:
+        loop = torch.arange(n + len(spans))
+        src, dst = torch.cat([src, loop]), torch.cat([dst, loop])
+        etype = torch.cat([etype, torch.full_like(loop, SELF)])
+    return src, dst, etype, len(spans)
 
 
 def self_loop_edges(n: int) -> Edges:
@@ -286,9 +383,10 @@ class GraphConstruction:
                 "model.readout=cls adds a <cls> node, and graph=binary_tree's phrase nodes already read the whole "
                 "tree: use model.readout=root (the root phrase) or mean"
             )
-        if self.name == "binary_tree" and self.pe is not None:
+        if self.name in ("binary_tree", "bpt") and self.pe is not None:
+            what = "phrase" if self.name == "binary_tree" else "span"
             raise ValueError(
-                f"model.positional={self.pe} is not defined on graph=binary_tree's phrase nodes; "
+                f"model.positional={self.pe} is not defined on graph={self.name}'s {what} nodes; "
                 "use model.positional=sinusoidal or none"
             )
         if self.pe is not None and self.pe_graph == "graph" and self.name in ("knn", "none"):
@@ -362,14 +460,22 @@ class GraphConstruction:
                 )
             tok = torch.cat([tok, torch.full((extra,), self.phrase_id, dtype=torch.long)])
             pos = torch.cat([pos, torch.full((extra,), -1, dtype=torch.long)])
+        elif self.name == "bpt":
+            src, dst, etype, extra = bpt_edges(n, self.k, self.self_loops)
+            tok = torch.cat([tok, torch.full((extra,), self.phrase_id, dtype=torch.long)])
+            pos = torch.cat([pos, torch.full((extra,), -1, dtype=torch.long)])
         else:
             src, dst = self.edges(n, heads)
         num = len(tok)
         root = torch.zeros(num, dtype=torch.bool)
         ref = parents if parents is not None else heads
-        root[ref.index(-1) if ref is not None and -1 in ref else 0] = True
+        if self.name == "bpt":
+            root[num - 1] = True  # the span of the whole sentence (the only token of a one-token sentence)
+        else:
+            root[ref.index(-1) if ref is not None and -1 in ref else 0] = True
         parent = torch.tensor(parents, dtype=torch.long) if parents is not None else None
-        etype = edge_types(src, dst, parent)
+        if self.name != "bpt":
+            etype = edge_types(src, dst, parent)
         pe = self.positions(n, heads, src, dst) if self.pe is not None else None
         if self.cls_id is not None:
             cs, cd = cls_edges(num, self.self_loops)

@@ -58,6 +58,7 @@ def load_splits(cfg: Mapping, progress: bool = True) -> dict[str, datasets.Datas
                     # A checkpoint's config from before bare digits and shuffling lacks these keys: it gets
                     # back the splits it was trained on (operator roots, unshuffled).
                     root_operator=bool(cfg.get("root_operator", True)),
+                    sampler=cfg.get("sampler", "reject"),
                 )
                 generated = list(
                     tqdm(stream, total=sum(sizes), desc="generating ListOps", leave=False, disable=not progress)
@@ -73,6 +74,18 @@ def load_splits(cfg: Mapping, progress: bool = True) -> dict[str, datasets.Datas
         if not rows:
             raise ValueError(f"the {split} split is empty: set dataset.num_{split} > 0 or give dataset.{split}_file")
         out[split] = datasets.Dataset.from_list(rows).map(describe_example)
+    return out
+
+
+def with_defaults(cfg: Mapping) -> dict:
+    """A dataset config with the keys added after it was written filled in as :func:`load_splits` reads
+    them, so a checkpoint from before a key existed compares equal to the config that remakes its data."""
+    out = dict(cfg)
+    if out.get("name") == "listops":
+        out.setdefault("min_length", 1)
+        out.setdefault("shuffle", "root_operator" in out)  # before this key: shuffled iff root_operator existed
+        out.setdefault("root_operator", True)
+        out.setdefault("sampler", "reject")
     return out
 
 
@@ -98,7 +111,7 @@ def make_construction(graph_cfg: Mapping, vocab: Vocab, model_cfg: Mapping) -> G
         cls_id=vocab.cls_id if model_cfg.get("readout", "mean") == "cls" else None,
         # phrase nodes (binary_tree; tree on a gold constituency tree) are <phrase> tokens; vocabularies
         # saved before <phrase> existed cannot read binary_tree, and never met a gold tree
-        **({"phrase_id": vocab.phrase_id} if name == "binary_tree" or PHRASE in vocab.stoi else {}),
+        **({"phrase_id": vocab.phrase_id} if name in ("binary_tree", "bpt") or PHRASE in vocab.stoi else {}),
         pe=positional if positional in STRUCTURAL_PE else None,
         pe_dim=int(model_cfg.get("pe_dim", 8)),
         pe_graph=model_cfg.get("pe_graph", "tree"),
@@ -118,7 +131,12 @@ def node_labels(num_nodes: int, num_tokens: int, labels: list[int], has_cls: boo
 
 
 class GraphDataset(Dataset):
-    """The graphs of one split, built once, with labels and the per-example breakdown fields."""
+    """The graphs of one split, with labels and the per-example breakdown fields.
+
+    Built once when the split is loaded (and cached on disk with ``cache_dir``), or, with ``lazy=True``,
+    each time a batch asks for them: the complete graph of a 2,000-token expression is 4M edges
+    (64 MB of indices), so a split of long expressions cannot hold all its graphs at once.
+    """
 
     def __init__(
         self,
@@ -128,41 +146,46 @@ class GraphDataset(Dataset):
         desc: str = "",
         progress: bool = True,
         cache_dir: str | os.PathLike | None = None,
+        lazy: bool = False,
     ):
         encoded = ds.map(lambda ex: {"ids": vocab.encode(ex["tokens"])})
+        cols = encoded.column_names
+        self.construction, self.ids = construction, encoded["ids"]
+        self.heads = encoded["heads"] if "heads" in cols else [None] * len(encoded)
+        self.gold = list(zip(encoded["parent"], encoded["slot"])) if "parent" in cols else [None] * len(encoded)
+        self.node_labels = encoded["node_labels"] if "node_labels" in cols else None
         path = None
-        if cache_dir:  # keyed by the split's content, the construction and the vocabulary
+        if cache_dir and not lazy:  # keyed by the split's content, the construction and the vocabulary
             key = json.dumps([ds._fingerprint, dataclasses.asdict(construction), vocab.to_list()], sort_keys=True)
             path = Path(cache_dir) / "graphs" / f"{desc or 'split'}-{hashlib.sha1(key.encode()).hexdigest()[:16]}.bin"
         self.cache_path = path
         self.graphs = self._load_cached(path, len(encoded)) if path is not None and path.is_file() else None
-        if self.graphs is None:
-            cols = encoded.column_names
-            heads = encoded["heads"] if "heads" in cols else [None] * len(encoded)
-            gold = zip(encoded["parent"], encoded["slot"]) if "parent" in cols else [None] * len(encoded)
+        if self.graphs is None and not lazy:
             self.graphs = [
-                construction(ids, h, tree)
-                for ids, h, tree in tqdm(
-                    zip(encoded["ids"], heads, gold),
-                    total=len(encoded),
-                    desc=f"graphs {desc}".strip(),
-                    leave=False,
-                    disable=not progress,
-                )
+                self.build(i)
+                for i in tqdm(range(len(encoded)), desc=f"graphs {desc}".strip(), leave=False, disable=not progress)
             ]
-            if "node_labels" in cols:  # SST: the sentiment of every word and phrase the graph has a node for
-                for g, ids, labels in zip(self.graphs, encoded["ids"], encoded["node_labels"]):
-                    g.ndata["label"] = node_labels(g.num_nodes(), len(ids), labels, construction.cls_id is not None)
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 tmp = path.with_name(path.name + ".tmp")
                 dgl.save_graphs(str(tmp), self.graphs)
                 os.replace(tmp, path)
+        # what a batch sampler sorts by: node counts, or (lazy) token counts
+        self.sizes = [g.num_nodes() for g in self.graphs] if self.graphs is not None else [len(i) for i in self.ids]
         self.labels = torch.tensor(encoded["label"], dtype=torch.long)
         self.meta = {k: encoded[k] for k in ("depth", "length", "group") if k in encoded.column_names}
         self.unknown_share = sum(i == vocab.stoi["<unk>"] for ids in encoded["ids"] for i in ids) / max(
             1, sum(len(ids) for ids in encoded["ids"])
         )
+
+    def build(self, i: int) -> dgl.DGLGraph:
+        """The graph of example i."""
+        g = self.construction(self.ids[i], self.heads[i], self.gold[i])
+        if self.node_labels is not None:  # SST: the sentiment of every word and phrase the graph has a node for
+            g.ndata["label"] = node_labels(
+                g.num_nodes(), len(self.ids[i]), self.node_labels[i], self.construction.cls_id is not None
+            )
+        return g
 
     @staticmethod
     def _load_cached(path: Path, expected: int) -> list | None:
@@ -183,7 +206,7 @@ class GraphDataset(Dataset):
         return len(self.graphs)
 
     def __getitem__(self, i: int):
-        return self.graphs[i], self.labels[i]
+        return (self.graphs[i] if self.graphs is not None else self.build(i)), self.labels[i]
 
 
 def collate(batch):
@@ -249,7 +272,7 @@ def make_loader(
     """Batches of graphs. Training (``shuffle``) uses :class:`TrainBatches`; evaluation keeps
     dataset order. ``loader.rng`` is the generator that orders the batches (saved for resume)."""
     if shuffle:
-        sampler = TrainBatches([g.num_nodes() for g in ds.graphs], batch_size, seed, bucket, rank=rank, world=world)
+        sampler = TrainBatches(ds.sizes, batch_size, seed, bucket, rank=rank, world=world)
         loader = DataLoader(ds, batch_sampler=sampler, collate_fn=collate)
         loader.rng = sampler.generator
         return loader

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import tempfile
@@ -39,3 +41,12 @@ def write_json(path: str | os.PathLike, obj) -> Path:
 
 def save_torch(path: str | os.PathLike, obj) -> Path:
     return _atomic(path, lambda f: torch.save(obj, f))
+
+
+def write_csv(path: str | os.PathLike, rows: list[dict]) -> Path:
+    """Rows of dicts as CSV, the first row's keys as the header."""
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    return _atomic(path, lambda f: f.write(text.getvalue().encode()))

@@ -21,7 +21,7 @@ from tests.conftest import compose_config
 from train import graph_device, run
 
 MODELS = tuple(AGGREGATORS)  # gcn, gat, transformer and the attention-free sum, mean, max
-GRAPHS = ("complete", "tree", "window", "knn", "none")
+GRAPHS = ("complete", "tree", "window", "bpt", "knn", "none")
 
 
 def batch(construction, num=7, seed=3, max_length=40):
@@ -64,7 +64,7 @@ def test_sparse_and_dense_agree(model, graph, self_loops):
 
 
 @pytest.mark.parametrize("model,readout", list(itertools.product(MODELS, ["root", "cls"])))
-@pytest.mark.parametrize("graph", ["complete", "knn", "tree"])
+@pytest.mark.parametrize("graph", ["complete", "knn", "tree", "bpt"])
 def test_readouts_agree(model, readout, graph):
     construction = GraphConstruction(name=graph, k=3, cls_id=2 if readout == "cls" else None)
     g = batch(construction, seed=5)
@@ -165,7 +165,7 @@ def test_nodes_with_no_incoming_edge_agree(model):
 # --------------------------------------------------------------------------------------------
 # Direction-aware messages (edge types) and the gated update: the twins stay equal
 # --------------------------------------------------------------------------------------------
-TYPED_GRAPHS = ("complete", "tree", "binary_tree", "window", "knn")
+TYPED_GRAPHS = ("complete", "tree", "binary_tree", "window", "bpt", "knn")
 
 
 @pytest.mark.parametrize("model,graph", list(itertools.product(MODELS, TYPED_GRAPHS)))

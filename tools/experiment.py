@@ -14,6 +14,8 @@ other into the experiment's sweep directory, and one table is made of them all:
       - model=treelstm graph=tree,dep seed=0,1,2
 
 The table is ``python -m tools.results_table multirun/E`` into ``docs/results/E.md`` with its plots.
+``experiment_then: <module> <args>`` runs one more analysis of the runs after it
+(``long_range.yaml``: ``tools.long_range``, which scores every run on longer expressions).
 """
 
 from __future__ import annotations
@@ -30,13 +32,19 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def grids_of(name: str) -> list[list[str]]:
-    """The multirun override lists of ``conf/experiment/<name>.yaml`` (one empty list: its own sweep)."""
+def read(name: str) -> dict:
+    """``conf/experiment/<name>.yaml`` as a dict."""
     path = ROOT / "conf" / "experiment" / f"{name}.yaml"
     if not path.is_file():
         valid = sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml"))
         raise SystemExit(f"error: no experiment {name!r}; valid: {', '.join(valid)}")
-    grids = (yaml.safe_load(path.read_text()) or {}).get("experiment_grids") or [""]
+    return yaml.safe_load(path.read_text()) or {}
+
+
+def grids_of(name: str) -> list[list[str]]:
+    """The multirun override lists of ``conf/experiment/<name>.yaml`` (one empty list: its own sweep)."""
+    path = ROOT / "conf" / "experiment" / f"{name}.yaml"
+    grids = read(name).get("experiment_grids") or [""]
     if not isinstance(grids, list) or not all(isinstance(g, str) for g in grids):
         raise SystemExit(f"error: {path}: experiment_grids must be a list of override lines")
     return [shlex.split(g) for g in grids]
@@ -61,7 +69,13 @@ def main(argv: list[str] | None = None) -> int:
     table = [sys.executable, "-m", "tools.results_table", f"multirun/{args.name}"]
     table += [f"--out=docs/results/{args.name}.md", f"--plot=docs/figures/{args.name}_by_depth.png"]
     table += [f"--curves=docs/figures/{args.name}_curves.png", f"--lengths=docs/figures/{args.name}_by_length.png"]
-    return subprocess.call(table, cwd=ROOT)
+    if subprocess.call(table, cwd=ROOT):
+        return 1
+    then = read(args.name).get("experiment_then")  # an analysis of the trained runs, e.g. tools.long_range
+    if then:
+        print(f"then: python -m {then}", flush=True)
+        return subprocess.call([sys.executable, "-m", *shlex.split(then)], cwd=ROOT)
+    return 0
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ import yaml
 from tools.common import pyplot
 
 MODELS = ("gcn", "gat", "transformer", "sum", "mean", "max", "gin", "treelstm", "recursive")
-GRAPHS = ("complete", "tree", "dep", "binary_tree", "window", "knn", "none")
+GRAPHS = ("complete", "tree", "dep", "binary_tree", "window", "bpt", "knn", "none")
 MIN_DEPTH_EXAMPLES = 10  # the depth plot leaves out depths rarer than this in the test split
 DEEP = 5  # depths from here on are few per test split: pooled into one column
 NOT_FACTORS = ("seed", "trainer.progress", "logger", "hparams_search", "cluster")  # not compared

@@ -1,0 +1,240 @@
+"""Long-term dependencies: the binary-partition graph, long ListOps, lazy graphs, the length tool."""
+
+import math
+import random
+import statistics
+
+import datasets
+import pytest
+import torch
+
+from data import listops
+from data.graphs import FROM_CHILD, FROM_LEFT, FROM_RIGHT, SELF, GraphConstruction, bpt_edges, bpt_spans
+from data.pipeline import GraphDataset, describe_example, load_splits, with_defaults
+from data.vocab import Vocab
+from tests.conftest import compose_config, run_script
+
+
+def senders(n, k, i):
+    src, dst, _, _ = bpt_edges(n, k, self_loops=False)
+    return sorted(src[dst == i].tolist())
+
+
+# ---- the binary partition, worked by hand ---------------------------------------------------------
+def test_bpt_spans_of_8_and_13_tokens():
+    assert bpt_spans(8) == [(0, 2), (2, 4), (4, 6), (6, 8), (0, 4), (4, 8), (0, 8)]
+    # 13 = 8 + 4 + 1: the lone token 12 is no span, and [8, 13) has children [8, 12) and token 12
+    assert bpt_spans(13) == [
+        (0, 2), (2, 4), (4, 6), (6, 8), (8, 10), (10, 12), (0, 4), (4, 8), (8, 12), (0, 8), (8, 13), (0, 13)
+    ]  # fmt: skip
+    assert bpt_spans(6) == [(0, 2), (2, 4), (4, 6), (0, 4), (0, 6)]  # [4, 6) at level 2 is the level-1 block
+    assert bpt_spans(1) == [] and bpt_spans(2) == [(0, 2)]
+
+
+def test_bpt_edges_of_8_tokens_by_hand():
+    # nodes: tokens 0-7, then spans 8=[0,2) 9=[2,4) 10=[4,6) 11=[6,8) 12=[0,4) 13=[4,8) 14=[0,8)
+    # token 0, k=1: token 1, then the level-1 block [2,4), then the level-2 block [4,8)
+    assert senders(8, 1, 0) == [1, 9, 13]
+    # token 5, k=1: left: token 4, block [2,4), then [0,2) (level 1 again: 2 is no level-2 boundary);
+    # right: token 6, then token 7 (7 is no level-1 boundary) and the sequence ends
+    assert senders(8, 1, 5) == [4, 6, 7, 8, 9]
+    assert senders(8, 1, 13) == [4, 5, 6, 7]  # a span hears its tokens
+    assert senders(8, 1, 14) == list(range(8))
+    src, dst, etype, spans = bpt_edges(8, 1, self_loops=True)
+    assert spans == 7 and (src == dst).sum() == 15
+    types = {(s, d): t for s, d, t in zip(src.tolist(), dst.tolist(), etype.tolist())}
+    assert types[(4, 13)] == FROM_CHILD and types[(9, 5)] == FROM_LEFT and types[(7, 5)] == FROM_RIGHT
+    assert types[(13, 13)] == SELF
+
+
+def test_bpt_edges_of_13_tokens_by_hand():
+    # spans: 13=[0,2) 14=[2,4) 15=[4,6) 16=[6,8) 17=[8,10) 18=[10,12) 19=[0,4) 20=[4,8) 21=[8,12)
+    #        22=[0,8) 23=[8,13) 24=[0,13)
+    # token 12, k=2: tokens 10, 11; level 1: [8,10), [6,8); 6 is no level-2 boundary: [4,6); level 2: [0,4)
+    assert senders(13, 2, 12) == [10, 11, 15, 16, 17, 19]
+    # token 0, k=2: tokens 1, 2; 3 is odd: token 3; level 1: [4,6), [6,8); level 2: [8,12); then token 12
+    # (the level-2 block of 12 is the token itself)
+    assert senders(13, 2, 0) == [1, 2, 3, 12, 15, 16, 21]
+    assert senders(13, 2, 23) == [8, 9, 10, 11, 12]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 13, 31, 64, 100, 257])
+@pytest.mark.parametrize("k", [1, 2, 4])
+def test_every_token_hears_every_other_token_exactly_once(n, k):
+    """The contextual senders of a token cover the rest of the sequence with no gap and no overlap."""
+    spans = bpt_spans(n)
+    assert len(spans) == max(n - 1, 0)  # a full binary tree over n leaves
+    cover = {i: (i, i + 1) for i in range(n)} | {n + s: span for s, span in enumerate(spans)}
+    src, dst, _, _ = bpt_edges(n, k, self_loops=False)
+    for i in range(n):
+        heard = [t for s in src[dst == i].tolist() for t in range(*cover[s])]
+        assert sorted(heard) == [t for t in range(n) if t != i]
+
+
+def test_bpt_has_n_log_n_edges_not_n_squared():
+    k = 4
+    per_token = {n: bpt_edges(n, k, self_loops=False)[0].numel() / n for n in (100, 1000, 2000)}
+    for n, e in per_token.items():  # per level: <= k + 1 senders on each side, and one span to feed
+        assert e <= (2 * (k + 1) + 1) * math.log2(n) + 2 * k, n
+    assert per_token[2000] / per_token[1000] < 1.2  # the complete graph's doubles
+    assert bpt_edges(2000, k)[0].numel() < 2000**2 / 20
+
+
+def test_bpt_graph_has_span_nodes_read_at_the_root():
+    g = GraphConstruction(name="bpt", k=2, phrase_id=3)(list(range(4, 17)))  # 13 tokens
+    assert g.num_nodes() == 25
+    assert (g.ndata["pos"][13:] == -1).all() and (g.ndata["tok"][13:] == 3).all()
+    assert g.ndata["root"].nonzero().flatten().tolist() == [24]
+    g = GraphConstruction(name="bpt", cls_id=2)(list(range(4, 12)))
+    assert g.num_nodes() == 16 and g.in_degrees(15) == 16  # <cls> hears tokens and spans, and itself
+    with pytest.raises(ValueError, match="not defined on graph=bpt's span nodes"):
+        GraphConstruction(name="bpt", pe="lap_pe")
+
+
+# ---- long ListOps ---------------------------------------------------------------------------------
+def test_budget_sampler_makes_the_same_draws_as_the_recipe():
+    from data.listops import _budget_tokens, _random_tree, _tree_tokens
+
+    a, b = random.Random(5), random.Random(5)
+    for _ in range(300):
+        assert _budget_tokens(b, 10, 0.25, 10, False, 10**9) == _tree_tokens(_random_tree(a, 1, 10, 0.25, 10, False))
+
+
+def test_budget_sampler_keeps_the_length_distribution():
+    """Abandoning over-long draws early and forcing an operator root condition on the same event as
+    rejection: lengths and root operators of the two samplers agree (2,000 draws each)."""
+    kw = dict(min_length=30, max_length=120, max_depth=10, max_args=10)
+    runs = {s: list(listops.generate(2000, seed=3, sampler=s, **kw)) for s in listops.SAMPLERS}
+    lengths = {s: [len(e["tokens"]) for e in exs] for s, exs in runs.items()}
+    assert abs(statistics.mean(lengths["reject"]) - statistics.mean(lengths["budget"])) < 3  # sd ~25, se ~0.8
+    for op in listops.OPERATORS:
+        shares = [sum(e["tokens"][0] == op for e in exs) / len(exs) for exs in runs.values()]
+        assert abs(shares[0] - shares[1]) < 0.05
+    with pytest.raises(listops.ListOpsError, match="valid samplers: reject, budget"):
+        next(listops.generate(1, sampler="fast"))
+    with pytest.raises(listops.ListOpsError, match="dataset.min_length=501 is above dataset.max_length=40"):
+        next(listops.generate(1, min_length=501, max_length=40))
+
+
+def test_long_dataset_config_is_the_lra_recipe(tmp_path):
+    cfg = compose_config(["dataset=listops_long", "dataset.num_train=20", "dataset.num_val=5", "dataset.num_test=5"])
+    assert (cfg.dataset.max_depth, cfg.dataset.max_args, cfg.dataset.min_length, cfg.dataset.max_length) == (
+        10, 10, 501, 1999
+    )  # fmt: skip
+    splits = load_splits(cfg.dataset, progress=False)
+    lengths = [n for ds in splits.values() for n in ds["length"]]
+    assert len(lengths) == 30 and min(lengths) >= 501 and max(lengths) <= 1999
+    assert max(d for ds in splits.values() for d in ds["depth"]) <= 9  # depth 10 is a digit
+
+
+def test_long_command_line_writes_the_lra_layout(tmp_path):
+    out = tmp_path / "long.tsv"
+    assert listops.main(["--preset", "long", "--num", "8", "--out", str(out)]) == 0
+    assert out.read_text().startswith("Source\tTarget\n")
+    rows = listops.read_tsv(out)
+    assert len(rows) == 8 and all(501 <= len(r["tokens"]) <= 1999 for r in rows)
+    assert listops.main(["--preset", "long", "--num", "3", "--max-length", "700", "--out", str(out)]) == 0
+    assert all(len(r["tokens"]) <= 700 for r in listops.read_tsv(out))
+
+
+def test_an_old_checkpoint_config_resumes_under_the_new_keys():
+    old = {"name": "listops", "num_train": 9, "max_length": 100, "min_length": 1, "root_operator": False, "seed": 0}
+    new = {**old, "shuffle": True, "sampler": "reject"}
+    assert with_defaults(old) == with_defaults(new)
+    assert with_defaults({k: v for k, v in old.items() if k != "root_operator"}) != with_defaults(new)
+
+
+# ---- lazy graphs, the length tool, a long run end to end ------------------------------------------
+def test_lazy_graphs_equal_built_ones():
+    rows = list(listops.generate(12, seed=1, min_length=40, max_length=300, max_depth=10, max_args=10, sampler="budget"))
+    ds = datasets.Dataset.from_list(rows).map(describe_example)
+    vocab = Vocab.build([r["tokens"] for r in rows])
+    for name in ("complete", "bpt", "tree"):
+        construction = GraphConstruction(name=name)
+        built, lazy = GraphDataset(ds, vocab, construction), GraphDataset(ds, vocab, construction, lazy=True)
+        assert lazy.graphs is None and lazy.sizes == [len(r["tokens"]) for r in rows]
+        for i in (0, 5, 11):
+            a, b = built[i][0], lazy[i][0]
+            assert torch.equal(torch.stack(a.edges()), torch.stack(b.edges()))
+            assert torch.equal(a.ndata["tok"], b.ndata["tok"])
+
+
+def test_token_batches_keep_to_their_budgets():
+    from tools.long_range import token_batches
+
+    lengths = [random.Random(i).randrange(1, 2000) for i in range(300)]
+    batches = token_batches(lengths, tokens=4096, pairs=2**22)
+    assert sorted(i for b in batches for i in b) == list(range(300))
+    for b in batches:
+        n = max(lengths[i] for i in b)
+        assert len(b) == 1 or (len(b) * n <= 4096 and len(b) * n * n <= 2**22)
+
+
+def test_a_tiny_long_run_trains_evaluates_and_is_scored_by_length(tmp_path):
+    run = tmp_path / "run"
+    run_script(
+        "train.py",
+        "dataset=listops_long",
+        "dataset.num_train=24",
+        "dataset.num_val=4",
+        "dataset.num_test=4",
+        "dataset.min_length=101",
+        "dataset.max_length=300",
+        "model=transformer",
+        "graph=bpt",
+        "model.num_layers=2",
+        "model.hidden_dim=16",
+        "trainer.max_epochs=1",
+        "trainer.batch_size=8",
+        "trainer.progress=false",
+        "logger=none",
+        f"hydra.run.dir={run}",
+    )
+    from tools import long_range
+
+    out = tmp_path / "lengths.md"
+    args = [str(run), "--num", "4", "--exclude-pool", "50", "--data-dir", str(tmp_path / "sets")]
+    assert long_range.main(args + ["--out", str(out), "--plot", str(tmp_path / "l.png")]) == 0
+    text = out.read_text()
+    assert "| transformer / bpt |" in text and "LRA 501-1999" in text
+    scored = (run / "long_range.json").read_text()
+    assert '"LRA 501-1999"' in scored and (tmp_path / "l.png").stat().st_size > 1000
+    assert long_range.main([str(tmp_path / "nothing")]) == 2
+
+
+# ---- will it fit? ---------------------------------------------------------------------------------
+def test_a_run_too_big_for_memory_stops_with_one_line(monkeypatch, tmp_path):
+    from engine import memory
+    from train import run
+
+    cfg = compose_config(
+        ["dataset=listops_long", "dataset.num_train=6", "dataset.num_val=2", "dataset.num_test=2", "model=transformer",
+         "graph=complete", "trainer.batch_size=6", "logger=none", "trainer.progress=false"]
+    )  # fmt: skip
+    monkeypatch.setattr(memory, "free_bytes", lambda device: 2**30)  # a machine with 1 GiB free
+    with pytest.raises(ValueError, match=r"needs about .* GiB, but 1.0 GiB are free: lower trainer.batch_size \(now 6\)"):
+        run(cfg, tmp_path)  # before any graph is built or model trained
+    assert not list((tmp_path / "checkpoints").iterdir())
+    monkeypatch.setattr(memory, "free_bytes", lambda device: None)  # unknown: not checked
+    memory.check_fits(cfg, GraphConstruction(name="complete"), [1999] * 6, torch.device("cpu"), "dense")
+
+
+@pytest.mark.parametrize("graph, impl", [("bpt", "sparse"), ("complete", "sparse"), ("complete", "dense, masked")])
+def test_the_memory_estimate_covers_a_measured_step(graph, impl):
+    """The estimate is an upper envelope of the peak one training step really takes (bench/scaling.py's
+    meter: Linux peak resident memory), and not wildly above it."""
+    from bench.scaling import Meter, make_batch, measure, model_config, rss_peak_supported
+    from engine.memory import estimate_bytes
+    from models.encoder import build_model
+
+    if not rss_peak_supported():
+        pytest.skip("peak memory is read from /proc (Linux)")
+    n, batch = 384, 8
+    g, labels, construction = make_batch(graph, impl, n, batch, k=4, window=2, seed=0)
+    cfg = model_config("transformer")
+    cfg["impl"], cfg["readout"] = impl.split(",")[0], "mean"
+    torch.manual_seed(0)
+    model = build_model(cfg, 20, 10, construction).train()
+    _, peak, _ = measure(model, g, labels, Meter(torch.device("cpu")), 1)
+    estimate = estimate_bytes(cfg, GraphConstruction(name=graph), n, batch, impl.split(",")[0])
+    assert peak <= estimate <= 8 * peak, (peak / 2**20, estimate / 2**20)

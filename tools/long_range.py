@@ -1,0 +1,288 @@
+"""Length generalisation: score ListOps models trained on short expressions on longer and longer ones.
+
+    python -m tools.long_range multirun/long_range --out docs/results/long_range.md \\
+        --plot docs/figures/long_range_by_length.png          # make experiment E=long_range runs this last
+    python -m tools.long_range RUN_DIR [RUN_DIR ...] --num 200    # any runs with checkpoints/best.pt
+
+Every run (a directory holding ``checkpoints/best.pt`` and ``results.json``; directories are searched
+recursively) is scored on four test sets:
+
+  own test 1-100    the run's own test split (for dataset=listops_full, Nangia & Bowman's recipe:
+                    depth <= 20, 2-5 arguments), read from its results.json;
+  LRA 1-100, LRA 101-500, LRA 501-1,999
+                    fresh expressions of the Long Range Arena recipe (Tay et al., 2021: max depth 10,
+                    2-10 arguments) in three length ranges; 501-1,999 is LRA's own range.
+
+The LRA sets are generated once (``--num`` each, fixed seeds the training data never used) and kept
+as LRA-layout TSV files under ``--data-dir``, so ``evaluate.py data_file=...`` can score them too.
+The short LRA set leaves out every expression of ``dataset=listops_full``'s pool, and each run is
+scored only on those of its expressions that are not in its own training split, so no test
+expression was seen in training. Going from the published recipe to LRA 1-100 changes the
+arity (up to 10 arguments, never seen in training) but not the length; the next two sets change
+the length. A model that computes ListOps compositionally should hold its accuracy across all four.
+
+Long expressions are batched by a token budget, and their graphs built batch by batch (the complete
+graph of a 2,000-token expression has 4M edges). Complete graphs run on the dense path (the same
+function as message passing: tests/test_dense.py), which needs no edge list on the device. Scores
+are saved in each run's ``long_range.json`` and reused (``--force`` scores again).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import datasets
+import torch
+from torch.utils.data import DataLoader
+
+from data import listops
+from data.pipeline import GraphDataset, collate, describe_example, load_splits
+from engine.checkpoint import load_checkpoint
+from engine.evaluation import LENGTH_BUCKETS, predict, summarize
+from engine.io import write_json
+from evaluate import load_model
+from tools.common import pyplot
+from train import graph_device, pick_device
+
+LRA = {"max_depth": 10, "max_args": 10, "sampler": "budget"}  # the Long Range Arena recipe
+# (name, min_length, max_length, generator seed): seeds the training data (seed 0) never used
+SETS = (("LRA 1-100", 1, 100, 1001), ("LRA 101-500", 101, 500, 1002), ("LRA 501-1999", 501, 1999, 1003))
+PUBLISHED = "own test 1-100"
+TRAIN_POOL = 101_000  # dataset=listops_full: 90k + 1k + 10k expressions of seed 0
+
+
+def make_sets(num: int, data_dir: Path, exclude: int = TRAIN_POOL) -> dict[str, Path]:
+    """The LRA test files, generated once: ``{name: path}``. The short set leaves out the first ``exclude``
+    expressions of the training pool (seed 0, <= 100 tokens)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    out, pool = {}, None
+    for name, lo, hi, seed in SETS:
+        path = data_dir / f"lra_{lo}-{hi}_seed{seed}_n{num}.tsv"
+        if not path.is_file():
+            start = time.perf_counter()
+            if pool is None and lo <= 100:  # short expressions may repeat training ones: leave those out
+                pool = {tuple(e["tokens"]) for e in listops.generate(exclude, seed=0, max_length=100)}
+            fresh = listops.generate(10 * num + 1000, seed=seed, min_length=lo, max_length=hi, **LRA)
+            rows = []
+            for ex in fresh:
+                if len(rows) == num:
+                    break
+                if pool is None or lo > 100 or tuple(ex["tokens"]) not in pool:
+                    rows.append(ex)
+            listops.write_tsv(rows, path, layout="lra")
+            print(f"wrote {len(rows)} expressions of {lo}-{hi} tokens to {path} ({time.perf_counter() - start:.0f} s)")
+        out[name] = path
+    return out
+
+
+def token_batches(lengths: list[int], tokens: int, pairs: int) -> list[list[int]]:
+    """Indices sorted by length, cut into batches of at most ``tokens`` padded tokens and ``pairs``
+    padded token pairs (what a dense complete graph holds), at least one example each."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches, cur = [], []
+    for i in order:
+        n = lengths[i]
+        if cur and ((len(cur) + 1) * n > tokens or (len(cur) + 1) * n * n > pairs):
+            batches.append(cur)
+            cur = []
+        cur.append(i)
+    return batches + ([cur] if cur else [])
+
+
+@functools.cache
+def _training_expressions(dataset_json: str) -> frozenset:
+    train = load_splits(json.loads(dataset_json), progress=False)["train"]["tokens"]
+    return frozenset(tuple(t) for t in train)
+
+
+def training_expressions(dataset_cfg: dict) -> frozenset:
+    """The token tuples of a run's training split (made again from its config)."""
+    return _training_expressions(json.dumps(dataset_cfg, sort_keys=True))
+
+
+def score(run_dir: Path, sets: dict[str, Path], tokens: int, pairs: int, device: str = "auto") -> dict:
+    """A run's accuracy on each test set, overall and by length, with the time each took."""
+    ckpt = load_checkpoint(run_dir / "checkpoints" / "best.pt")
+    model, vocab, construction, config = load_model(ckpt, str(run_dir))
+    if construction.name == "complete" and hasattr(model, "impl"):
+        model.impl = "dense"  # the same function; no 4M-edge lists
+    dev = pick_device(device)
+    model.to(dev)
+    devices = (dev, graph_device(dev, getattr(model, "impl", "sparse")))
+    results = json.loads((run_dir / "results.json").read_text())
+    out = {
+        "model": config["model"]["name"],
+        "cell": config["model"].get("cell"),
+        "graph": config["graph"]["name"],
+        "seed": config.get("seed"),
+        "sets": {
+            PUBLISHED: {
+                "accuracy": results["test_acc"],
+                "num_examples": results["num_examples"]["test"],
+                "by_length": results.get("test_by_length", {}),
+            }
+        },
+    }
+    for name, path in sets.items():
+        start = time.perf_counter()
+        rows = listops.read_tsv(path)
+        if max(len(r["tokens"]) for r in rows) <= 100:  # short: leave out what this run trained on
+            seen = training_expressions(config["dataset"])
+            rows = [r for r in rows if tuple(r["tokens"]) not in seen]
+        data = GraphDataset(datasets.Dataset.from_list(rows).map(describe_example), vocab, construction, lazy=True)
+        batches = token_batches(data.sizes, tokens, pairs)
+        loader = DataLoader(data, batch_sampler=batches, collate_fn=collate)
+        preds, labels, _ = predict(model, loader, *devices)
+        order = [i for b in batches for i in b]  # predictions come in batch order
+        back = torch.empty_like(preds)
+        back[torch.tensor(order)] = preds
+        summary = summarize(back, data.labels, data.meta, listops.NUM_CLASSES)
+        out["sets"][name] = {
+            "accuracy": summary["accuracy"],
+            "num_examples": summary["num_examples"],
+            "by_length": summary["by_length"],
+            "by_depth": summary["by_depth"],
+            "seconds": round(time.perf_counter() - start, 1),
+        }
+        print(f"  {name}: {summary['accuracy']:.3f} ({out['sets'][name]['seconds']:.0f} s)", flush=True)
+    return out
+
+
+def label(r: dict) -> str:
+    cell = f" {r['cell']}" if r.get("cell") and r["model"] in ("treelstm", "recursive") else ""
+    return f"{r['model']}{cell} / {r['graph']}"
+
+
+def mean_std(values: list[float]) -> str:
+    if len(values) == 1:
+        return f"{values[0]:.3f}"
+    return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f} (n={len(values)})"
+
+
+def table(scores: list[dict]) -> str:
+    names = [PUBLISHED] + [s[0] for s in SETS]
+    groups: dict[str, list[dict]] = {}
+    for r in scores:
+        groups.setdefault(label(r), []).append(r)
+    lines = ["| model / graph | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for key, rs in groups.items():
+        cells = [mean_std([r["sets"][n]["accuracy"] for r in rs]) for n in names]
+        lines.append(f"| {key} | " + " | ".join(cells) + " |")
+
+    def count(name: str) -> str:
+        ns = sorted({r["sets"][name]["num_examples"] for r in scores})
+        return str(ns[0]) if len(ns) == 1 else f"{ns[0]}-{ns[-1]}"
+
+    sizes = " · ".join(f"{n}: {count(n)}" for n in names)
+    lines.append(f"\nTest expressions per set: {sizes}.")
+    return "\n".join(lines)
+
+
+def by_length(r: dict) -> dict[str, tuple[int, float]]:
+    """Accuracy by length bucket over the LRA sets (every expression of the LRA recipe)."""
+    pooled: dict[str, list[tuple[int, float]]] = {}
+    for name, *_ in SETS:
+        for bucket, v in r["sets"][name]["by_length"].items():
+            pooled.setdefault(bucket, []).append((v["n"], v["acc"]))
+    return {b: (sum(n for n, _ in vs), sum(n * a for n, a in vs) / sum(n for n, _ in vs)) for b, vs in pooled.items()}
+
+
+def plot(scores: list[dict], path: Path) -> None:
+    plt = pyplot()
+    groups: dict[str, list[dict]] = {}
+    for r in scores:
+        groups.setdefault(label(r), []).append(r)
+    edges = (0,) + LENGTH_BUCKETS
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for key, rs in groups.items():
+        curves = [by_length(r) for r in rs]
+        xs, ys = [], []
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            b = f"{lo + 1}-{hi}"
+            accs = [c[b][1] for c in curves if b in c and c[b][0] >= 10]
+            if accs:
+                xs.append(math.sqrt((lo + 1) * hi))
+                ys.append(statistics.mean(accs))
+        ax.plot(xs, ys, marker="o", label=key)
+    ax.axvline(100, color="grey", ls=":", lw=1)
+    ax.text(100, 0.02, " longest training expression", color="grey", fontsize=8)
+    ax.axhline(0.1, color="grey", ls="--", lw=1)
+    ax.set_xscale("log")
+    ax.set(xlabel="expression length (tokens, log scale)", ylabel="test accuracy", ylim=(0, 1.02))
+    ax.set_title("Trained on <= 100 tokens, tested on the LRA recipe up to 1,999")
+    ax.legend(fontsize=8, loc="lower left")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def find_runs(roots: list[Path]) -> list[Path]:
+    runs = []
+    for root in roots:
+        runs += sorted(
+            p.parent.parent for p in root.rglob("checkpoints/best.pt") if (p.parent.parent / "results.json").is_file()
+        )
+    return runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="run directories, or directories holding them")
+    parser.add_argument("--out", type=Path, help="markdown table to write")
+    parser.add_argument("--plot", type=Path, help="accuracy by length, PNG")
+    parser.add_argument("--num", type=int, default=1000, help="expressions per LRA test set")
+    parser.add_argument("--data-dir", type=Path, default=Path(".cache/tagnn/long_range"))
+    parser.add_argument("--exclude-pool", type=int, default=TRAIN_POOL, help="training pool left out of LRA 1-100")
+    parser.add_argument("--tokens", type=int, default=16384, help="padded tokens per evaluation batch")
+    parser.add_argument("--pairs", type=int, default=2**25, help="padded token pairs per batch (dense complete)")
+    parser.add_argument("--force", action="store_true", help="score runs that already have long_range.json")
+    parser.add_argument("--device", default="auto")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    runs = find_runs(args.runs)
+    if not runs:
+        print(f"error: no run with checkpoints/best.pt and results.json under {', '.join(map(str, args.runs))}")
+        return 2
+    sets = make_sets(args.num, args.data_dir, args.exclude_pool)
+    scores = []
+    for run in runs:
+        cached = run / "long_range.json"
+        if cached.is_file() and not args.force:
+            r = json.loads(cached.read_text())
+            if r.get("num") == args.num and all(name in r["sets"] for name, *_ in SETS):
+                scores.append(r)
+                continue
+        print(f"scoring {run}", flush=True)
+        r = {**score(run, sets, args.tokens, args.pairs, args.device), "num": args.num}
+        write_json(cached, r)
+        scores.append(r)
+    text = table(scores)
+    print(text)
+    if args.out:
+        wall = time.perf_counter() - start
+        seconds = sum(s.get("seconds", 0) for r in scores for s in r["sets"].values())
+        cmd = "python -m tools.long_range " + " ".join(sys.argv[1:] if argv is None else argv)
+        header = (
+            "# Length generalisation on ListOps\n\n"
+            f"`{cmd}` ({len(scores)} runs; scoring took {seconds:.0f} s in all, this call {wall:.0f} s).\n\n"
+            "**Test accuracy** (trained on the published recipe, <= 100 tokens; chance is about 0.1)\n\n"
+        )
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(header + text + "\n")
+        print(f"wrote {args.out}")
+    if args.plot:
+        plot(scores, args.plot)
+        print(f"wrote {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
