@@ -50,7 +50,7 @@ from engine.distributed import SINGLE, World, all_sum, finish
 from engine.distributed import start as start_world
 from engine.evaluation import predict, summarize
 from engine.io import write_json
-from engine.memory import check_fits, lazy_graphs
+from engine.memory import memory_plan
 from engine.tracking import MODES, Tracker
 from models import MODELS, RECURSIVE_MODELS, build_model
 from models.encoder import IMPLS, NORMS, POSITIONAL, READOUTS, UPDATES
@@ -266,12 +266,9 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
                 cfg.dataset.name,
             )
     cache = cfg.dataset.get("cache_dir")  # text datasets: parsed splits and their graphs on disk
-    lengths = {s: splits[s]["length"] for s in SPLITS}
-    check_fits(cfg, construction, lengths["train"], device, cfg.model.get("impl", "sparse"))  # before the work
-    sets = {
-        s: GraphDataset(splits[s], vocab, construction, s, cfg.trainer.progress, cache, lazy_graphs(construction, n))
-        for s, n in lengths.items()
-    }
+    # will it fit? (refused here, before the work, rather than killed mid-epoch); huge splits: graphs per batch
+    lazy = memory_plan(cfg, construction, {s: splits[s]["length"] for s in SPLITS}, devices)
+    sets = {s: GraphDataset(splits[s], vocab, construction, s, cfg.trainer.progress, cache, lazy[s]) for s in SPLITS}
     train_loader = make_loader(
         sets["train"],
         int(cfg.trainer.batch_size),

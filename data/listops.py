@@ -191,8 +191,9 @@ def generate(
     ``sampler``: how a draw outside the length range is thrown away; both give the same distribution
     (the recipe's trees, conditioned on their length), from different random streams.
       * ``reject`` (the published generator): draw whole trees, keep those of the right length.
-      * ``budget``: abandon a draw as soon as it passes ``max_length`` tokens, and, when
-        ``min_length > 1``, make the root an operator (a bare digit is too short anyway). At the Long
+      * ``budget``: abandon a draw as soon as it passes ``max_length`` tokens (it would be rejected,
+        and its length so far depends only on its own random numbers), and, when ``min_length > 1``,
+        make the root an operator (a bare digit is too short anyway; when the recipe can make one). At the Long
         Range Arena's 500-2,000 tokens, 92% of whole draws are rejected (66% with an operator root)
         and the over-long ones cost the most to build: 2,000 expressions take 3.0 s instead of 4.5 s
         here, most of what is left being ``parse``.
@@ -207,6 +208,9 @@ def generate(
             f"dataset.min_length={min_length} is above dataset.max_length={max_length}: no expression fits; "
             "lower min_length or raise max_length"
         )
+    # budget: a draw of two or more tokens has an operator root, so one can be asked for up front, if the
+    # recipe can make one at all (the root is at depth 1)
+    force_root = sampler == "budget" and min_length > 1 and max_depth > 1 and p_operator > 0
     rng = random.Random(seed)
     seen: set[tuple[str, ...]] = set()
     attempts = 0
@@ -219,7 +223,7 @@ def generate(
             )
         if sampler == "budget":
             try:
-                tokens = _budget_tokens(rng, max_depth, p_operator, max_args, root_operator or min_length > 1, max_length)
+                tokens = _budget_tokens(rng, max_depth, p_operator, max_args, root_operator or force_root, max_length)
             except _TooLong:
                 continue
         else:
@@ -326,10 +330,29 @@ def read_tsv(path: str | os.PathLike, max_length: int | None = None) -> list[dic
 # --------------------------------------------------------------------------------------------
 # A published-layout file from the command line
 # --------------------------------------------------------------------------------------------
+def sample_unseen(num: int, seed: int, seen: set | frozenset = frozenset(), **recipe) -> list[dict]:
+    """``num`` fresh expressions of the recipe (``generate``'s keywords), none of them in ``seen``
+    (token tuples), in the order they were drawn."""
+    out = []
+    for ex in generate(10 * num + 10_000, seed=seed, **recipe):
+        if len(out) == num:
+            break
+        if tuple(ex["tokens"]) not in seen:
+            out.append(ex)
+    return out
+
+
 PRESETS = {
     "published": {"max_length": 100, "min_length": 1, "max_depth": 20, "max_args": 5, "layout": "listops"},
     # Long Range Arena (Tay et al., 2021): 500 < length < 2,000, max depth 10, up to 10 arguments
-    "long": {"max_length": 1999, "min_length": 501, "max_depth": 10, "max_args": 10, "sampler": "budget", "layout": "lra"},
+    "long": {
+        "max_length": 1999,
+        "min_length": 501,
+        "max_depth": 10,
+        "max_args": 10,
+        "sampler": "budget",
+        "layout": "lra",
+    },
 }
 
 
@@ -370,14 +393,10 @@ def main(argv=None) -> int:
     layout = recipe.pop("layout")
     # the pool to leave out is one of the published recipe (a dataset=listops run's), up to the file's length
     pool_length = min(recipe["max_length"], PRESETS["published"]["max_length"])
-    seen = {tuple(e["tokens"]) for e in generate(args.exclude_num, seed=args.exclude_seed, max_length=pool_length)}
-    fresh = (e for e in generate(10 * args.num + 10_000, seed=args.seed, **recipe))
-    examples = []
-    for ex in fresh:
-        if len(examples) == args.num:
-            break
-        if tuple(ex["tokens"]) not in seen:
-            examples.append(ex)
+    no_overlap = recipe["min_length"] > pool_length  # the pool's expressions are all shorter than the file's
+    num = 0 if no_overlap else args.exclude_num
+    seen = {tuple(e["tokens"]) for e in generate(num, seed=args.exclude_seed, max_length=pool_length)}
+    examples = sample_unseen(args.num, args.seed, seen, **recipe)
     random.Random(args.seed).shuffle(examples)  # the generator's order runs from short to long
     write_tsv(examples, args.out, layout=layout)
     print(f"wrote {len(examples)} expressions ({layout} layout) to {args.out}")

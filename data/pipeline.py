@@ -182,9 +182,10 @@ class GraphDataset(Dataset):
         """The graph of example i."""
         g = self.construction(self.ids[i], self.heads[i], self.gold[i])
         if self.node_labels is not None:  # SST: the sentiment of every word and phrase the graph has a node for
-            g.ndata["label"] = node_labels(
-                g.num_nodes(), len(self.ids[i]), self.node_labels[i], self.construction.cls_id is not None
-            )
+            n, labels = len(self.ids[i]), self.node_labels[i]
+            if self.construction.name == "bpt":  # its spans are not the treebank's phrases: words only
+                labels = labels[:n] + [-1] * (n - 1)
+            g.ndata["label"] = node_labels(g.num_nodes(), n, labels, self.construction.cls_id is not None)
         return g
 
     @staticmethod
@@ -203,7 +204,7 @@ class GraphDataset(Dataset):
         return graphs
 
     def __len__(self) -> int:
-        return len(self.graphs)
+        return len(self.labels)
 
     def __getitem__(self, i: int):
         return (self.graphs[i] if self.graphs is not None else self.build(i)), self.labels[i]

@@ -6,7 +6,7 @@ and head (message passing: scores, attention weights, messages), or per token pa
 path: the (B, h, n, n) attention), and a few hidden vectors per node. The constants are upper envelopes
 of the peaks ``bench/scaling.py`` measured (bench/results/scaling.csv: Transformer, d = 64, 4 heads,
 4 layers, one batch of 8,192 tokens); tests/test_long_range.py checks the estimate against a measured
-step. Where the free memory cannot be read (not Linux, no CUDA), nothing is checked.
+step. Where the free memory cannot be read (not Linux, no CUDA), nothing is refused.
 """
 
 from __future__ import annotations
@@ -37,55 +37,95 @@ def free_bytes(device: torch.device) -> int | None:
     return None
 
 
+EXTRA_NODES = ("bpt", "binary_tree")  # constructions with about n extra nodes (spans, phrases)
+BYTES_PER_HELD_EDGE = 24  # a graph held in memory between epochs: src, dst and type (int64) per edge
+HELD_SHARE = 0.5  # a split's graphs are built batch by batch when holding them all would take more of the free memory
+UNKNOWN_FREE = 8 * 2**30  # what is assumed free where it cannot be read (lazy graphs only; nothing is refused)
+
+
+def nodes_per_graph(construction: GraphConstruction, n: int) -> int:
+    return 2 * n if construction.name in EXTRA_NODES else n
+
+
 def edges_per_graph(construction: GraphConstruction, n: int) -> int:
-    """Edges of the graph of one n-token sentence (the complete graph by formula: it is n^2)."""
+    """Edges of the graph of one n-token sentence, without building the big ones."""
+    loops = int(construction.self_loops)
     if construction.name == "complete":
-        return n * n
-    if construction.name in ("tree", "binary_tree", "dep"):  # both ways along ~n tree edges, self loops
+        return n * n if loops else n * (n - 1)
+    if construction.name in ("tree", "binary_tree", "dep"):  # both ways along each tree edge, self loops
         return 5 * n
+    if construction.name == "knn":  # built in the forward pass: k neighbours and a self loop per token
+        return (construction.k + 1) * n
     return construction(list(range(n)), [-1] + [0] * (n - 1)).num_edges()
 
 
+def held_edges(construction: GraphConstruction, lengths: list[int]) -> int:
+    """Edges of a whole split's graphs (an upper bound: the per-token count of its longest sentence)."""
+    if not lengths:
+        return 0
+    if construction.name == "complete":
+        return sum(edges_per_graph(construction, n) for n in lengths)
+    longest = max(lengths)
+    return int(edges_per_graph(construction, longest) / longest * sum(lengths))
+
+
 def estimate_bytes(model_cfg, construction: GraphConstruction, n: int, batch: int, impl: str) -> int:
-    """Peak memory of one training step on ``batch`` sentences of ``n`` tokens."""
+    """Peak memory of one training step on ``batch`` sentences of ``n`` tokens (``impl``: sparse | dense)."""
     if model_cfg.get("name") in ("treelstm", "recursive"):  # one pass up the tree: states per node
         return 4 * FLOATS_PER_NODE_DIM * batch * 2 * n * int(model_cfg.get("hidden_dim", 128))
     layers = int(model_cfg.get("num_layers", 1))
     hidden = int(model_cfg.get("hidden_dim", 64))
     heads = int(model_cfg.get("num_heads", 1))
-    nodes = batch * (2 * n if construction.name in ("bpt", "binary_tree") else n)
+    width = nodes_per_graph(construction, n)
     edges = batch * edges_per_graph(construction, n)
-    per_layer = FLOATS_PER_NODE_DIM * nodes * hidden
+    per_layer = FLOATS_PER_NODE_DIM * batch * width * hidden
     if impl == "dense":
-        width = 2 * n if construction.name in ("bpt", "binary_tree") else n
         per_layer += FLOATS_PER_PAIR_HEAD * batch * width * width * heads
     else:
         per_layer += FLOATS_PER_EDGE_HEAD * edges * heads
     return 4 * layers * per_layer + BYTES_PER_EDGE_INDEX * edges
 
 
-def check_fits(cfg, construction: GraphConstruction, lengths: list[int], device: torch.device, impl: str) -> None:
-    """Raise a one-line ValueError if a batch of the longest training sentences would not fit in memory."""
-    free = free_bytes(device)
-    if free is None or not lengths:
-        return
-    batch = min(int(cfg.trainer.batch_size), len(lengths))
-    n = max(lengths)
-    dense = impl == "dense" or (impl == "auto" and construction.name == "complete")  # auto: dense when dense
-    need = estimate_bytes(cfg.model, construction, n, batch, "dense" if dense else "sparse")
+def runs_dense(model_cfg, construction: GraphConstruction, n: int, devices) -> bool:
+    """Will a batch of n-token sentences run on the dense path? As ``GraphEncoder.choose_impl`` decides:
+    always with impl=dense; with auto, when the graphs cannot follow the model to its device (DGL's CPU
+    wheel and a GPU) or when edges fill at least ``dense_min_density`` of the padded pairs."""
+    impl = model_cfg.get("impl", "sparse")
+    if model_cfg.get("name") in ("treelstm", "recursive") or impl == "sparse":
+        return False
+    if impl == "dense" or devices[1] != devices[0]:
+        return True
+    width = nodes_per_graph(construction, n)
+    return edges_per_graph(construction, n) / width**2 >= float(model_cfg.get("dense_min_density", 0.0))
+
+
+def memory_plan(cfg, construction: GraphConstruction, lengths: dict[str, list[int]], devices) -> dict[str, bool]:
+    """Which splits build their graphs batch by batch (``GraphDataset(lazy=True)``): those whose graphs
+    would take more than half the free memory. Raises a one-line ValueError, before any work, if the
+    graphs held plus one training step on a batch of the longest training sentences would not fit."""
+    free = free_bytes(devices[0])
+    budget = HELD_SHARE * (free if free is not None else UNKNOWN_FREE)
+    held = {s: BYTES_PER_HELD_EDGE * held_edges(construction, n) for s, n in lengths.items()}
+    lazy = {s: b > budget for s, b in held.items()}
+    train = lengths.get("train") or []
+    if free is None or not train:
+        return lazy
+    n = max(train)
+    impl = "dense" if runs_dense(cfg.model, construction, n, devices) else "sparse"
+    one = estimate_bytes(cfg.model, construction, n, 1, impl)
+    kept = sum(b for s, b in held.items() if not lazy[s])
+    batch = int(cfg.trainer.batch_size)
+    need = kept + one * min(batch, len(train))
     if need > free:
-        raise ValueError(
-            f"a training batch of {batch} sentences of {n} tokens on graph={construction.name} needs about "
-            f"{need / 2**30:.1f} GiB, but {free / 2**30:.1f} GiB are free: lower trainer.batch_size "
-            f"(now {batch}) or dataset.max_length (now {cfg.dataset.get('max_length')}; the longest training "
-            f"sentence has {n} tokens)"
+        fits = int((free - kept) // one)
+        how = (
+            f"lower trainer.batch_size (now {batch}; at most {fits} fit) or dataset.max_length"
+            if fits >= 1
+            else "lower dataset.max_length"
         )
-
-
-LAZY_EDGES = 100_000_000  # a split whose graphs would hold more edges than this builds them batch by batch
-
-
-def lazy_graphs(construction: GraphConstruction, lengths: list[int]) -> bool:
-    """Build this split's graphs per batch (``GraphDataset(lazy=True)``) rather than all at once? Only
-    complete graphs get that big: 1,000 expressions of 1,000 tokens are 10^9 edges, 16 GB of indices."""
-    return construction.name == "complete" and sum(n * n for n in lengths) > LAZY_EDGES
+        raise ValueError(
+            f"training on graph={construction.name} ({impl}) needs about {need / 2**30:.1f} GiB for a batch of "
+            f"{min(batch, len(train))} sentences of {n} tokens, but {free / 2**30:.1f} GiB are free: {how} "
+            f"(now {cfg.dataset.get('max_length')}), or model.hidden_dim / model.num_layers"
+        )
+    return lazy

@@ -423,6 +423,10 @@ def test_experiment_runner_runs_every_grid_then_the_table(tmp_path, monkeypatch)
         assert call[:3] == ["train.py", "-m", "experiment=sst"] and call[3:] == line.split() + ["trainer.max_epochs=1"]
     assert calls[-1][:3] == ["-m", "tools.results_table", "multirun/sst"]
     assert experiment.grids_of("heads") == [[]]  # a plain sweep: its own hydra.sweeper.params
+    calls.clear()  # an experiment_then analysis runs after the table
+    assert experiment.main(["long_range", "--table-only"]) == 0
+    assert calls[0][:3] == ["-m", "tools.results_table", "multirun/long_range"]
+    assert calls[1][:3] == ["-m", "tools.long_range", "multirun/long_range"] and len(calls) == 2
     with pytest.raises(SystemExit, match="no experiment 'nope'; valid: .*sst"):
         experiment.grids_of("nope")
 

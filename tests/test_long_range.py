@@ -112,6 +112,8 @@ def test_budget_sampler_keeps_the_length_distribution():
         assert abs(shares[0] - shares[1]) < 0.05
     with pytest.raises(listops.ListOpsError, match="valid samplers: reject, budget"):
         next(listops.generate(1, sampler="fast"))
+    with pytest.raises(listops.ListOpsError, match="could only make 0"):  # no operator can stand at depth 1 of 1
+        list(listops.generate(2, min_length=3, max_length=20, max_depth=1, sampler="budget"))
     with pytest.raises(listops.ListOpsError, match="dataset.min_length=501 is above dataset.max_length=40"):
         next(listops.generate(1, min_length=501, max_length=40))
 
@@ -196,7 +198,7 @@ def test_a_tiny_long_run_trains_evaluates_and_is_scored_by_length(tmp_path):
     args = [str(run), "--num", "4", "--exclude-pool", "50", "--data-dir", str(tmp_path / "sets")]
     assert long_range.main(args + ["--out", str(out), "--plot", str(tmp_path / "l.png")]) == 0
     text = out.read_text()
-    assert "| transformer / bpt |" in text and "LRA 501-1999" in text
+    assert "| transformer / bpt (trained with 2-10 arguments) |" in text and "LRA 501-1999" in text
     scored = (run / "long_range.json").read_text()
     assert '"LRA 501-1999"' in scored and (tmp_path / "l.png").stat().st_size > 1000
     assert long_range.main([str(tmp_path / "nothing")]) == 2
@@ -211,12 +213,42 @@ def test_a_run_too_big_for_memory_stops_with_one_line(monkeypatch, tmp_path):
         ["dataset=listops_long", "dataset.num_train=6", "dataset.num_val=2", "dataset.num_test=2", "model=transformer",
          "graph=complete", "trainer.batch_size=6", "logger=none", "trainer.progress=false"]
     )  # fmt: skip
-    monkeypatch.setattr(memory, "free_bytes", lambda device: 2**30)  # a machine with 1 GiB free
-    with pytest.raises(ValueError, match=r"needs about .* GiB, but 1.0 GiB are free: lower trainer.batch_size \(now 6\)"):
+    monkeypatch.setattr(memory, "free_bytes", lambda device: 1.5 * 2**30)  # a machine with 1.5 GiB free
+    with pytest.raises(ValueError, match=r"needs about .* GiB .* but 1.5 GiB are free: lower trainer.batch_size \(now 6; at most \d fit\)"):
         run(cfg, tmp_path)  # before any graph is built or model trained
     assert not list((tmp_path / "checkpoints").iterdir())
-    monkeypatch.setattr(memory, "free_bytes", lambda device: None)  # unknown: not checked
-    memory.check_fits(cfg, GraphConstruction(name="complete"), [1999] * 6, torch.device("cpu"), "dense")
+    monkeypatch.setattr(memory, "free_bytes", lambda device: 2**28)  # not even one sentence fits
+    with pytest.raises(ValueError, match=r"0.2 GiB are free: lower dataset.max_length \(now 1999\)"):
+        run(cfg, tmp_path)
+    monkeypatch.setattr(memory, "free_bytes", lambda device: None)  # unknown: nothing refused
+    cpu = (torch.device("cpu"),) * 2
+    lengths = {"train": [1999] * 6, "val": [1999], "test": [1999]}
+    assert memory.memory_plan(cfg, GraphConstruction(name="complete"), lengths, cpu) == dict.fromkeys(lengths, False)
+
+
+def test_the_dense_path_is_foreseen_as_the_model_chooses_it():
+    from engine.memory import runs_dense
+
+    cpu, gpu = torch.device("cpu"), torch.device("cuda")
+    bpt = GraphConstruction(name="bpt")
+    model = {"name": "transformer", "impl": "auto", "dense_min_density": 0.07}
+    assert runs_dense(model, GraphConstruction(name="complete"), 500, (cpu, cpu))
+    assert not runs_dense(model, bpt, 1000, (cpu, cpu))  # 69 edges per token: sparse
+    assert runs_dense(model, bpt, 1000, (gpu, cpu))  # DGL's CPU wheel and a GPU: only the dense path can run
+    assert not runs_dense({**model, "impl": "sparse"}, GraphConstruction(name="complete"), 500, (cpu, cpu))
+    assert not runs_dense({"name": "treelstm", "impl": "auto"}, bpt, 1000, (gpu, cpu))
+
+
+def test_a_split_too_big_to_hold_builds_its_graphs_per_batch(monkeypatch, tmp_path, tiny_overrides):
+    """A lazy split (graphs built batch by batch) trains, evaluates and resumes like a held one."""
+    from engine import memory
+    from train import run
+
+    monkeypatch.setattr(memory, "HELD_SHARE", 0.0)  # every split is "too big"
+    cfg = compose_config(tiny_overrides + ["graph=bpt", "trainer.max_epochs=1"])
+    results = run(cfg, tmp_path)
+    assert results["num_examples"] == {"train": 256, "val": 64, "test": 64} and 0 <= results["test_acc"] <= 1
+    assert results["train_seconds"] > 0 and (tmp_path / "checkpoints" / "best.pt").is_file()
 
 
 @pytest.mark.parametrize("graph, impl", [("bpt", "sparse"), ("complete", "sparse"), ("complete", "dense, masked")])

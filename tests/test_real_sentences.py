@@ -160,6 +160,11 @@ def test_binary_sst_drops_neutral_sentences_and_phrases(treebank):
     data, _ = graphs_of(binary, "binary_tree", readout="root")
     assert [g.ndata["label"].tolist() for g in data.graphs] == rows["node_labels"]
     assert data.labels.tolist() == [1, 1, 0]
+    # graph=bpt has as many nodes as the gold tree (2n - 1), but its spans are not the treebank's phrases
+    data, _ = graphs_of(binary, "bpt")
+    for g, toks, labels in zip(data.graphs, rows["tokens"], rows["node_labels"]):
+        n = len(toks)
+        assert g.ndata["label"].tolist() == labels[:n] + [-1] * (n - 1)
 
 
 def test_single_word_sentence_is_one_node(splits):

@@ -43,10 +43,9 @@ def read(name: str) -> dict:
 
 def grids_of(name: str) -> list[list[str]]:
     """The multirun override lists of ``conf/experiment/<name>.yaml`` (one empty list: its own sweep)."""
-    path = ROOT / "conf" / "experiment" / f"{name}.yaml"
     grids = read(name).get("experiment_grids") or [""]
     if not isinstance(grids, list) or not all(isinstance(g, str) for g in grids):
-        raise SystemExit(f"error: {path}: experiment_grids must be a list of override lines")
+        raise SystemExit(f"error: conf/experiment/{name}.yaml: experiment_grids must be a list of override lines")
     return [shlex.split(g) for g in grids]
 
 

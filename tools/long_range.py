@@ -30,6 +30,7 @@ are saved in each run's ``long_range.json`` and reused (``--force`` scores again
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import math
@@ -47,6 +48,7 @@ from data.pipeline import GraphDataset, collate, describe_example, load_splits
 from engine.checkpoint import load_checkpoint
 from engine.evaluation import LENGTH_BUCKETS, predict, summarize
 from engine.io import write_json
+from engine.memory import nodes_per_graph
 from evaluate import load_model
 from tools.common import pyplot
 from train import graph_device, pick_device
@@ -55,6 +57,7 @@ LRA = {"max_depth": 10, "max_args": 10, "sampler": "budget"}  # the Long Range A
 # (name, min_length, max_length, generator seed): seeds the training data (seed 0) never used
 SETS = (("LRA 1-100", 1, 100, 1001), ("LRA 101-500", 101, 500, 1002), ("LRA 501-1999", 501, 1999, 1003))
 PUBLISHED = "own test 1-100"
+SHORT = {name: lo <= 100 for name, lo, _, _ in SETS}
 TRAIN_POOL = 101_000  # dataset=listops_full: 90k + 1k + 10k expressions of seed 0
 
 
@@ -62,20 +65,14 @@ def make_sets(num: int, data_dir: Path, exclude: int = TRAIN_POOL) -> dict[str, 
     """The LRA test files, generated once: ``{name: path}``. The short set leaves out the first ``exclude``
     expressions of the training pool (seed 0, <= 100 tokens)."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    out, pool = {}, None
+    out = {}
     for name, lo, hi, seed in SETS:
-        path = data_dir / f"lra_{lo}-{hi}_seed{seed}_n{num}.tsv"
+        short = lo <= 100  # short expressions may repeat training ones: leave those out
+        path = data_dir / f"lra_{lo}-{hi}_seed{seed}_n{num}{f'_x{exclude}' if short else ''}.tsv"
         if not path.is_file():
             start = time.perf_counter()
-            if pool is None and lo <= 100:  # short expressions may repeat training ones: leave those out
-                pool = {tuple(e["tokens"]) for e in listops.generate(exclude, seed=0, max_length=100)}
-            fresh = listops.generate(10 * num + 1000, seed=seed, min_length=lo, max_length=hi, **LRA)
-            rows = []
-            for ex in fresh:
-                if len(rows) == num:
-                    break
-                if pool is None or lo > 100 or tuple(ex["tokens"]) not in pool:
-                    rows.append(ex)
+            seen = {tuple(e["tokens"]) for e in listops.generate(exclude if short else 0, seed=0, max_length=100)}
+            rows = listops.sample_unseen(num, seed, seen, min_length=lo, max_length=hi, **LRA)
             listops.write_tsv(rows, path, layout="lra")
             print(f"wrote {len(rows)} expressions of {lo}-{hi} tokens to {path} ({time.perf_counter() - start:.0f} s)")
         out[name] = path
@@ -111,8 +108,10 @@ def score(run_dir: Path, sets: dict[str, Path], tokens: int, pairs: int, device:
     """A run's accuracy on each test set, overall and by length, with the time each took."""
     ckpt = load_checkpoint(run_dir / "checkpoints" / "best.pt")
     model, vocab, construction, config = load_model(ckpt, str(run_dir))
+    data_construction = construction
     if construction.name == "complete" and hasattr(model, "impl"):
-        model.impl = "dense"  # the same function; no 4M-edge lists
+        model.impl = "dense"  # the same function, and it reads no edge list: the batches are built without one
+        data_construction = dataclasses.replace(construction, name="none")
     dev = pick_device(device)
     model.to(dev)
     devices = (dev, graph_device(dev, getattr(model, "impl", "sparse")))
@@ -122,6 +121,7 @@ def score(run_dir: Path, sets: dict[str, Path], tokens: int, pairs: int, device:
         "cell": config["model"].get("cell"),
         "graph": config["graph"]["name"],
         "seed": config.get("seed"),
+        "train_args": config["dataset"].get("max_args"),  # the arity it was trained on
         "sets": {
             PUBLISHED: {
                 "accuracy": results["test_acc"],
@@ -133,11 +133,15 @@ def score(run_dir: Path, sets: dict[str, Path], tokens: int, pairs: int, device:
     for name, path in sets.items():
         start = time.perf_counter()
         rows = listops.read_tsv(path)
-        if max(len(r["tokens"]) for r in rows) <= 100:  # short: leave out what this run trained on
+        if SHORT[name]:  # leave out what this run trained on
             seen = training_expressions(config["dataset"])
             rows = [r for r in rows if tuple(r["tokens"]) not in seen]
-        data = GraphDataset(datasets.Dataset.from_list(rows).map(describe_example), vocab, construction, lazy=True)
-        batches = token_batches(data.sizes, tokens, pairs)
+        if not rows:
+            print(f"  {name}: every expression was in the training split; not scored")
+            continue
+        data = GraphDataset(datasets.Dataset.from_list(rows).map(describe_example), vocab, data_construction, lazy=True)
+        nodes = [nodes_per_graph(construction, n) for n in data.sizes]  # bpt, binary_tree: ~2n nodes
+        batches = token_batches(nodes, tokens, pairs)
         loader = DataLoader(data, batch_sampler=batches, collate_fn=collate)
         preds, labels, _ = predict(model, loader, *devices)
         order = [i for b in batches for i in b]  # predictions come in batch order
@@ -157,27 +161,37 @@ def score(run_dir: Path, sets: dict[str, Path], tokens: int, pairs: int, device:
 
 def label(r: dict) -> str:
     cell = f" {r['cell']}" if r.get("cell") and r["model"] in ("treelstm", "recursive") else ""
-    return f"{r['model']}{cell} / {r['graph']}"
+    args = r.get("train_args", 5)
+    trained = f" (trained with 2-{args} arguments)" if args != 5 else ""
+    return f"{r['model']}{cell} / {r['graph']}{trained}"
 
 
 def mean_std(values: list[float]) -> str:
+    if not values:
+        return "–"
     if len(values) == 1:
         return f"{values[0]:.3f}"
     return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f} (n={len(values)})"
 
 
-def table(scores: list[dict]) -> str:
-    names = [PUBLISHED] + [s[0] for s in SETS]
+def grouped(scores: list[dict]) -> dict[str, list[dict]]:
+    """Runs that differ only in their seed, together, in order of first appearance."""
     groups: dict[str, list[dict]] = {}
     for r in scores:
         groups.setdefault(label(r), []).append(r)
+    return groups
+
+
+def table(scores: list[dict]) -> str:
+    names = [PUBLISHED] + [s[0] for s in SETS]
+    groups = grouped(scores)
     lines = ["| model / graph | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     for key, rs in groups.items():
-        cells = [mean_std([r["sets"][n]["accuracy"] for r in rs]) for n in names]
+        cells = [mean_std([r["sets"][n]["accuracy"] for r in rs if n in r["sets"]]) for n in names]
         lines.append(f"| {key} | " + " | ".join(cells) + " |")
 
     def count(name: str) -> str:
-        ns = sorted({r["sets"][name]["num_examples"] for r in scores})
+        ns = sorted({r["sets"][name]["num_examples"] for r in scores if name in r["sets"]}) or [0]
         return str(ns[0]) if len(ns) == 1 else f"{ns[0]}-{ns[-1]}"
 
     sizes = " · ".join(f"{n}: {count(n)}" for n in names)
@@ -189,16 +203,14 @@ def by_length(r: dict) -> dict[str, tuple[int, float]]:
     """Accuracy by length bucket over the LRA sets (every expression of the LRA recipe)."""
     pooled: dict[str, list[tuple[int, float]]] = {}
     for name, *_ in SETS:
-        for bucket, v in r["sets"][name]["by_length"].items():
+        for bucket, v in r["sets"].get(name, {"by_length": {}})["by_length"].items():
             pooled.setdefault(bucket, []).append((v["n"], v["acc"]))
     return {b: (sum(n for n, _ in vs), sum(n * a for n, a in vs) / sum(n for n, _ in vs)) for b, vs in pooled.items()}
 
 
 def plot(scores: list[dict], path: Path) -> None:
     plt = pyplot()
-    groups: dict[str, list[dict]] = {}
-    for r in scores:
-        groups.setdefault(label(r), []).append(r)
+    groups = grouped(scores)
     edges = (0,) + LENGTH_BUCKETS
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     for key, rs in groups.items():
@@ -222,6 +234,12 @@ def plot(scores: list[dict], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def cache_key(run: Path, args) -> dict:
+    """What a run's saved scores depend on: its checkpoint (trained again, it is scored again) and the sets."""
+    best = run / "checkpoints" / "best.pt"
+    return {"checkpoint_mtime": best.stat().st_mtime, "num": args.num, "exclude_pool": args.exclude_pool}
 
 
 def find_runs(roots: list[Path]) -> list[Path]:
@@ -257,11 +275,11 @@ def main(argv: list[str] | None = None) -> int:
         cached = run / "long_range.json"
         if cached.is_file() and not args.force:
             r = json.loads(cached.read_text())
-            if r.get("num") == args.num and all(name in r["sets"] for name, *_ in SETS):
+            if r.get("key") == cache_key(run, args) and all(name in r["sets"] for name, *_ in SETS):
                 scores.append(r)
                 continue
         print(f"scoring {run}", flush=True)
-        r = {**score(run, sets, args.tokens, args.pairs, args.device), "num": args.num}
+        r = {**score(run, sets, args.tokens, args.pairs, args.device), "key": cache_key(run, args)}
         write_json(cached, r)
         scores.append(r)
     text = table(scores)
