@@ -53,6 +53,7 @@ from data.vocab import PHRASE, SPECIALS
 
 GRAPHS = ("complete", "tree", "dep", "binary_tree", "window", "bpt", "knn", "none")
 TREE_GRAPHS = ("tree", "dep", "binary_tree")  # the constructions that carry a tree (parent, slot, height)
+EXTRA_NODE_GRAPHS = ("binary_tree", "bpt")  # always add about n nodes of their own (phrases, spans; pos = -1)
 # Edge types (edata['etype']): what the receiving node dst is to the sender src.
 SELF, FROM_CHILD, FROM_HEAD, FROM_LEFT, FROM_RIGHT, CLS_EDGE = range(6)
 EDGE_TYPES = ("self", "from_child", "from_head", "from_left", "from_right", "cls")
@@ -384,7 +385,7 @@ class GraphConstruction:
                 "model.readout=cls adds a <cls> node, and graph=binary_tree's phrase nodes already read the whole "
                 "tree: use model.readout=root (the root phrase) or mean"
             )
-        if self.name in ("binary_tree", "bpt") and self.pe is not None:
+        if self.name in EXTRA_NODE_GRAPHS and self.pe is not None:
             what = "phrase" if self.name == "binary_tree" else "span"
             raise ValueError(
                 f"model.positional={self.pe} is not defined on graph={self.name}'s {what} nodes; "

@@ -22,7 +22,7 @@ from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 
 from data import listops
-from data.graphs import GRAPHS, STRUCTURAL_PE, GraphConstruction
+from data.graphs import EXTRA_NODE_GRAPHS, GRAPHS, STRUCTURAL_PE, TREE_GRAPHS, GraphConstruction
 from data.text import TEXT_DATASETS, load_text_splits
 from data.vocab import PHRASE, Vocab
 
@@ -111,22 +111,26 @@ def make_construction(graph_cfg: Mapping, vocab: Vocab, model_cfg: Mapping) -> G
         cls_id=vocab.cls_id if model_cfg.get("readout", "mean") == "cls" else None,
         # phrase nodes (binary_tree; tree on a gold constituency tree) are <phrase> tokens; vocabularies
         # saved before <phrase> existed cannot read binary_tree, and never met a gold tree
-        **({"phrase_id": vocab.phrase_id} if name in ("binary_tree", "bpt") or PHRASE in vocab.stoi else {}),
+        **({"phrase_id": vocab.phrase_id} if name in EXTRA_NODE_GRAPHS or PHRASE in vocab.stoi else {}),
         pe=positional if positional in STRUCTURAL_PE else None,
         pe_dim=int(model_cfg.get("pe_dim", 8)),
         pe_graph=model_cfg.get("pe_graph", "tree"),
     )
 
 
-def node_labels(num_nodes: int, num_tokens: int, labels: list[int], has_cls: bool) -> torch.Tensor:
-    """(N,) the label of each node of a graph: the tokens' labels, then the phrases' when the graph has
-    phrase nodes (a gold-tree construction numbers them as the treebank does), -1 for a node with none
-    (the ``<cls>`` node, which comes last; a neutral phrase of binary SST)."""
+def node_labels(
+    num_nodes: int, num_tokens: int, labels: list[int], has_cls: bool, phrases: bool = True
+) -> torch.Tensor:
+    """(N,) the label of each node of a graph: the tokens' labels, then, when the graph's extra nodes are the
+    treebank's phrases (``phrases``: a gold-tree construction numbers them as the treebank does), the
+    phrases'. -1 for a node with none: the ``<cls>`` node, which comes last; a neutral phrase of binary
+    SST; a node that is no phrase of the treebank (graph=bpt's spans)."""
     labelled = num_nodes - int(has_cls)  # tokens, and phrases if the graph has them
-    if labelled not in (num_tokens, len(labels)):
+    if phrases and labelled not in (num_tokens, len(labels)):
         raise ValueError(f"a graph of {num_nodes} nodes for {num_tokens} tokens and {len(labels)} labelled nodes")
     out = torch.full((num_nodes,), -1, dtype=torch.long)
-    out[:labelled] = torch.tensor(labels[:labelled], dtype=torch.long)
+    known = labelled if phrases else num_tokens
+    out[:known] = torch.tensor(labels[:known], dtype=torch.long)
     return out
 
 
@@ -182,10 +186,11 @@ class GraphDataset(Dataset):
         """The graph of example i."""
         g = self.construction(self.ids[i], self.heads[i], self.gold[i])
         if self.node_labels is not None:  # SST: the sentiment of every word and phrase the graph has a node for
-            n, labels = len(self.ids[i]), self.node_labels[i]
-            if self.construction.name == "bpt":  # its spans are not the treebank's phrases: words only
-                labels = labels[:n] + [-1] * (n - 1)
-            g.ndata["label"] = node_labels(g.num_nodes(), n, labels, self.construction.cls_id is not None)
+            c = self.construction
+            phrases = c.name in TREE_GRAPHS  # extra nodes of another kind (bpt's spans) have no label
+            g.ndata["label"] = node_labels(
+                g.num_nodes(), len(self.ids[i]), self.node_labels[i], c.cls_id is not None, phrases
+            )
         return g
 
     @staticmethod

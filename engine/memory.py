@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from data.graphs import GraphConstruction
+from data.graphs import EXTRA_NODE_GRAPHS, GraphConstruction
 
 FLOATS_PER_EDGE_HEAD = 6  # sparse: per edge and head, per layer (measured: about 2 for the Transformer)
 FLOATS_PER_PAIR_HEAD = 6  # dense, through a mask: per (query, key) pair and head, per layer (measured: about 3)
@@ -37,14 +37,13 @@ def free_bytes(device: torch.device) -> int | None:
     return None
 
 
-EXTRA_NODES = ("bpt", "binary_tree")  # constructions with about n extra nodes (spans, phrases)
 BYTES_PER_HELD_EDGE = 24  # a graph held in memory between epochs: src, dst and type (int64) per edge
 HELD_SHARE = 0.5  # a split's graphs are built batch by batch when holding them all would take more of the free memory
 UNKNOWN_FREE = 8 * 2**30  # what is assumed free where it cannot be read (lazy graphs only; nothing is refused)
 
 
 def nodes_per_graph(construction: GraphConstruction, n: int) -> int:
-    return 2 * n if construction.name in EXTRA_NODES else n
+    return 2 * n if construction.name in EXTRA_NODE_GRAPHS else n
 
 
 def edges_per_graph(construction: GraphConstruction, n: int) -> int:
