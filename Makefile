@@ -5,7 +5,7 @@ PYTHON  := $(VENV)/bin/python
 ARGS    ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-all lint format train experiment sweep report neural_syntax sst_syntax prune_heads evaluate bench notebooks clean clean-cache
+.PHONY: help install test test-all lint format train experiment essay sweep report neural_syntax sst_syntax prune_heads evaluate bench notebooks clean clean-cache
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -46,19 +46,22 @@ experiment: install ## one experiment of conf/experiment/ (all its grids) -> doc
 	@test -n "$(E)" || { echo "error: name the experiment: make experiment E=<file in conf/experiment/>"; exit 2; }
 	$(PYTHON) -m tools.experiment $(E) $(ARGS)
 
-sweep: ## the README's main table: every model x graph on ListOps (= make experiment E=graph_choice, ~16 min)
+SMALL ?=
+essay: install ## every essay experiment, then the answers -> docs/results/essay.md (~30 h on 2 cores); SMALL=1: < 1 h -> docs/results/small/
+	$(if $(SMALL),OMP_NUM_THREADS=1) $(PYTHON) -m tools.essay $(if $(SMALL),scale=small cluster=joblib) $(ARGS)
+
+sweep: ## every model x graph on ListOps, 3 seeds (= make experiment E=graph_choice; ~9 h on 2 cores, SMALL: make essay SMALL=1)
 	$(MAKE) --no-print-directory experiment E=graph_choice
 
 report: install ## tables, depth plot, training curves of any sweep: make report DIR=multirun/<sweep> -> DIR/results.md ...
 	@test -n "$(DIR)" || { echo "error: give the sweep directory: make report DIR=multirun/<sweep>"; exit 2; }
 	$(PYTHON) -m tools.results_table $(DIR) --out $(DIR)/results.md --plot $(DIR)/by_depth.png --curves $(DIR)/curves.png
 
-neural_syntax: install ## train a Transformer on complete graphs, measure its attention against the gold trees
-	$(PYTHON) train.py experiment=neural_syntax $(ARGS)
-	$(PYTHON) -m tools.attention_syntax outputs/neural_syntax --out docs/results/neural_syntax
+neural_syntax: install ## train Transformers on complete graphs (3 seeds), measure their attention against the gold trees
+	$(PYTHON) -m tools.experiment neural_syntax $(ARGS)
 
 prune_heads: install ## prune the heads of experiment=heads' 8-head model (make experiment E=heads first)
-	$(PYTHON) -m tools.prune_heads multirun/heads/3_heads8 --out docs/results/prune_heads $(ARGS)
+	$(PYTHON) -m tools.prune_heads multirun/heads/model.num_heads=8,seed=0 --out docs/results/prune_heads $(ARGS)
 
 bench: install ## the hardware lottery (sparse vs dense), the recursive models' step cost, cost as n grows -> bench/results/ (~20 min on 2 cores)
 	$(PYTHON) -m bench.hardware_lottery $(ARGS)

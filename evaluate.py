@@ -26,11 +26,11 @@ from data.pipeline import GraphDataset, describe_example, load_splits, make_cons
 from data.text import TEXT_DATASETS, load_text_file
 from data.vocab import Vocab
 from engine.checkpoint import load_checkpoint
+from engine.device import graph_device, pick_device
 from engine.evaluation import format_table, plot_confusion, predict, summarize
 from engine.io import write_json
 from models import build_model
 from models.encoder import IMPLS
-from train import graph_device, pick_device
 
 log = logging.getLogger("evaluate")
 

@@ -13,7 +13,7 @@ mask) and ``impl=auto``, and records peak memory. It also times:
   * train.py's loop, examples/s per impl.
 
 Writes to ``--out`` (default bench/results/): ``layer.csv``, ``layer.png`` (time vs n, one line per
-impl, one panel per graph), ``summary.md`` (the ratio tables the README shows, with the machine),
+impl, one panel per graph), ``summary.md`` (the ratio tables docs/hardware_lottery.md shows, with the machine),
 ``training.csv``. Peak memory is what one forward + backward allocates above what was live before
 it: ``torch.cuda.max_memory_allocated`` on a GPU, sampled live C-heap bytes on the CPU.
 """

@@ -20,7 +20,7 @@ Each example is a dict ``{"tokens": [...], "label": int, "heads": [...]}`` where
 the index of token i's parent in the tree (-1 for the root): an operator heads its arguments and
 its own ``]``.
 
-Files: two TSV layouts are read and written (see DESIGN.md)
+Files: two TSV layouts are read and written (``read_tsv``, ``write_tsv``):
   * ``listops``: ``label<TAB>expression`` (the published files; parentheses ``( )`` mark the
     binarisation and are dropped when tokenising),
   * ``lra``: a ``Source<TAB>Target`` header, then ``expression<TAB>label`` (Long Range Arena).

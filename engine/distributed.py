@@ -8,11 +8,14 @@ rank 0 writes files and logs to W&B. Backend: gloo on CPUs, nccl on GPUs.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
+
+from engine.device import graph_device, pick_device
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,19 @@ def start(use_cuda: bool) -> World:
     if not dist.is_initialized():
         dist.init_process_group("nccl" if use_cuda else "gloo")
     return World(dist.get_rank(), size, int(os.environ.get("LOCAL_RANK", "0")))
+
+
+def start_devices(device: str, impl: str) -> tuple[tuple[torch.device, torch.device], World]:
+    """The devices (the model's, the graphs') and the processes a run trains on: under ``torchrun`` on GPUs,
+    each process takes the GPU of its local rank; only rank 0 logs below warnings."""
+    model_device = pick_device(device)
+    world = start(model_device.type == "cuda")
+    if model_device.type == "cuda" and world.size > 1:
+        model_device = torch.device("cuda", world.local_rank)
+        torch.cuda.set_device(model_device)
+    if not world.main:  # one log, from rank 0
+        logging.getLogger().setLevel(logging.WARNING)
+    return (model_device, graph_device(model_device, impl)), world
 
 
 def all_sum(world: World, *values: float, device=None) -> list[float]:

@@ -170,7 +170,7 @@ class GraphEncoder(nn.Module):
             if self.impl == "sparse":
                 raise ValueError(
                     f"model.impl=sparse needs DGL graphs on {device}, but this DGL build cannot put them there: "
-                    "install DGL's CUDA wheel (README, Troubleshooting) or use model.impl=dense or auto"
+                    "install DGL's CUDA wheel (docs/troubleshooting.md) or use model.impl=dense or auto"
                 )
             return "dense"
         if self.impl != "auto":

@@ -51,3 +51,23 @@ def run_script(script, *args, timeout=300):
     res = subprocess.run([sys.executable, script, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     assert res.returncode == 0, res.stderr[-2000:]
     return res
+
+
+def assert_breakdowns_match_test_acc(results):
+    """Every breakdown of the test split in ``results`` (by depth, length, root) counts the whole split, and its
+    n-weighted mean accuracy is ``test_acc``: the overall number and the tables come from the same predictions."""
+    tables = [results[k] for k in ("test_by_depth", "test_by_length", "test_by_root") if results.get(k)]
+    assert tables, "results hold no breakdown of the test accuracy"
+    for table in tables:
+        n = sum(row["n"] for row in table.values())
+        assert n == results["num_examples"]["test"], table
+        assert sum(row["n"] * row["acc"] for row in table.values()) / n == pytest.approx(results["test_acc"], abs=1e-9)
+
+
+def rescored_test_acc(run_dir, out_dir):
+    """The test accuracy of ``run_dir``'s checkpoints/best.pt, scored afresh by evaluate.py (rebuilt model,
+    rebuilt test split): what ``results.json``'s ``test_acc`` must equal, exactly."""
+    from evaluate import evaluate
+
+    cfg = compose_config([f"checkpoint={Path(run_dir) / 'checkpoints' / 'best.pt'}"], config_name="evaluate")
+    return evaluate(cfg, out_dir)["accuracy"]

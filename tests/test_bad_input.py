@@ -98,16 +98,16 @@ def test_disk_full_while_checkpointing_keeps_the_last_good_one(tmp_path, monkeyp
 
 
 def test_nan_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
-    import train
+    from engine import loop  # where training computes its loss
 
-    real, calls = train.F.cross_entropy, []
+    real, calls = loop.F.cross_entropy, []
 
     def diverging(logits, y, **kw):
         calls.append(1)
         loss = real(logits, y, **kw)
         return loss * float("nan") if len(calls) > 12 else loss  # epoch 1 (8 steps) is fine, then NaN
 
-    monkeypatch.setattr(train.F, "cross_entropy", diverging)
+    monkeypatch.setattr(loop.F, "cross_entropy", diverging)
     with pytest.raises(ValueError, match=r"loss is nan at step \d+; lower optim.lr or set optim.grad_clip"):
         run(compose_config(TINY + ["trainer.max_epochs=3"]), tmp_path)
     monkeypatch.undo()

@@ -13,12 +13,13 @@ import torch
 
 from data import listops
 from data.graphs import GraphConstruction, knn_edges
+from engine.device import graph_device
 from evaluate import evaluate
 from models.aggregators import AGGREGATORS
 from models.dense import knn_adjacency, to_dense
 from models.encoder import GraphEncoder
 from tests.conftest import compose_config
-from train import graph_device, run
+from train import run
 
 MODELS = tuple(AGGREGATORS)  # gcn, gat, transformer and the attention-free sum, mean, max
 GRAPHS = ("complete", "tree", "window", "bpt", "knn", "none")

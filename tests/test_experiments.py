@@ -2,11 +2,13 @@
 product, structural positional encodings, the attention-vs-tree analysis and head pruning, and every
 conf/experiment file."""
 
+import csv
 import json
 import re
 from pathlib import Path
 
 import dgl
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -157,21 +159,50 @@ def test_random_walk_pe_return_probabilities():
     torch.testing.assert_close(pe[:, 2], torch.zeros(3))  # bipartite: never after an odd number
 
 
+def normalized_laplacian_eigs(adj: np.ndarray):
+    """numpy's eigendecomposition of ``I - D^-1/2 A D^-1/2``, ascending: the reference laplacian_pe must match."""
+    d = adj.sum(1) ** -0.5
+    return np.linalg.eigh(np.eye(len(adj)) - d[:, None] * adj * d[None, :])
+
+
+def random_walk_returns(adj: np.ndarray, k: int) -> np.ndarray:
+    """(n, k) the diagonal of P, P^2, ..., P^k for the random walk P = D^-1 A, by numpy."""
+    step = adj / adj.sum(1, keepdims=True)
+    power, out = np.eye(len(adj)), []
+    for _ in range(k):
+        power = power @ step
+        out.append(np.diag(power))
+    return np.stack(out, 1)
+
+
 @pytest.mark.parametrize("pe", ["lap_pe", "random_walk_pe"])
 @pytest.mark.parametrize("pe_graph", ["tree", "chain", "graph"])
 def test_constructions_carry_the_encoding(pe, pe_graph):
-    heads = [-1, 0, 0, 0, 1]
-    con = GraphConstruction(name="window", window=1, pe=pe, pe_dim=3, pe_graph=pe_graph, cls_id=2)
+    """The construction's ndata['pe'] is the encoding of the graph pe_graph names, checked against numpy on
+    adjacency matrices written out here (not against data.graphs' own functions)."""
+    heads = [-1, 0, 0, 0, 1]  # 0 heads 1, 2, 3; 1 heads 4
+    con = GraphConstruction(name="window", window=2, pe=pe, pe_dim=3, pe_graph=pe_graph, cls_id=2)
     g = con([5, 6, 7, 8, 9], heads)
     assert g.ndata["pe"].shape == (6, 3)
     assert (g.ndata["pe"][-1] == 0).all()  # <cls>
-    edges = {
-        "tree": tree_edges(heads, self_loops=False),
-        "chain": (torch.arange(4), torch.arange(1, 5)),
-        "graph": con.edges(5, heads),
+    pairs = {
+        "tree": [(0, 1), (0, 2), (0, 3), (1, 4)],
+        "chain": [(i, i + 1) for i in range(4)],
+        "graph": [(i, j) for i in range(5) for j in range(i + 1, 5) if j - i <= 2],  # window=2, <cls> left out
     }[pe_graph]
-    expected = (laplacian_pe if pe == "lap_pe" else random_walk_pe)(*edges, 5, 3)
-    torch.testing.assert_close(g.ndata["pe"][:5], expected)
+    adj = np.zeros((5, 5))
+    for i, j in pairs:
+        adj[i, j] = adj[j, i] = 1.0
+    ours = g.ndata["pe"][:5].double().numpy()
+    if pe == "random_walk_pe":
+        np.testing.assert_allclose(ours, random_walk_returns(adj, 3), atol=1e-6)
+        return
+    values, vectors = normalized_laplacian_eigs(adj)
+    assert abs(values[0]) < 1e-9 and (np.diff(values[:5]) > 1e-3).all()  # connected; each eigenvector unique up to sign
+    for j in range(3):  # the 3 smallest non-trivial eigenvalues' eigenvectors, each up to its sign
+        ref = vectors[:, j + 1]
+        sign = np.sign(ref @ ours[:, j])
+        np.testing.assert_allclose(ours[:, j], sign * ref, atol=1e-5, err_msg=f"eigenvector {j + 1}")
 
 
 def test_positional_encoding_errors_name_the_fix():
@@ -300,7 +331,20 @@ def test_prune_heads_command(trained_attention, tmp_path, capsys):
     removed = [(s["removed"]["layer"], s["removed"]["head"]) for s in r["steps"][1:]]
     assert len(set(removed)) == 3
     assert len(r["importance"]) == 4 and (tmp_path / "prune.png").is_file()
-    assert "heads kept before test accuracy" in capsys.readouterr().out
+    assert "fewest heads whose validation accuracy is within 1 point" in capsys.readouterr().out
+    assert [c["points"] for c in r["choices"]] == [1, 5]
+
+
+def test_heads_to_keep_are_chosen_on_validation_never_on_test():
+    steps = [  # test falls at 3 heads kept, validation only at 2: the choice follows validation
+        {"heads_kept": 4, "val_acc": 0.80, "test_acc": 0.80},
+        {"heads_kept": 3, "val_acc": 0.80, "test_acc": 0.70},
+        {"heads_kept": 2, "val_acc": 0.78, "test_acc": 0.69},
+        {"heads_kept": 1, "val_acc": 0.60, "test_acc": 0.75},
+    ]
+    one, five = prune_heads.choices(steps)
+    assert (one["heads_kept"], one["test_acc"]) == (3, 0.70)  # 2 heads lose 2 val points > 1
+    assert (five["heads_kept"], five["test_acc"]) == (2, 0.69)  # 1 head loses 20 > 5, whatever its test
 
 
 def test_pruning_greedy_and_the_full_model_untouched(trained_attention, tmp_path):
@@ -422,7 +466,13 @@ def test_experiment_runner_runs_every_grid_then_the_table(tmp_path, monkeypatch)
     for call, line in zip(calls, grids):
         assert call[:3] == ["train.py", "-m", "experiment=sst"] and call[3:] == line.split() + ["trainer.max_epochs=1"]
     assert calls[-1][:3] == ["-m", "tools.results_table", "multirun/sst"]
-    assert experiment.grids_of("heads") == [[]]  # a plain sweep: its own hydra.sweeper.params
+    assert experiment.grids_of("listops_best") == [[]]  # no grids: one run or its own sweep
+    calls.clear()  # an essay experiment: runs resume, scale=small goes to its own directories
+    assert experiment.main(["heads", "scale=small"]) == 0
+    assert calls[0][3:] == ["model.num_heads=1,2,4,8", "seed=0,1,2", "trainer.resume=auto", "scale=small"]
+    assert calls[1][:3] == ["-m", "tools.results_table", "multirun/small/heads"]
+    assert "--out=docs/results/small/heads.md" in calls[1]
+    assert calls[2][:3] == ["-m", "tools.prune_heads", "multirun/small/heads/model.num_heads=8,seed=0"]
     calls.clear()  # an experiment_then analysis runs after the table
     assert experiment.main(["long_range", "--table-only"]) == 0
     assert calls[0][:3] == ["-m", "tools.results_table", "multirun/long_range"]
@@ -462,7 +512,13 @@ def test_every_sweep_point_composes_and_passes_the_config_checks(name):
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_every_experiment_runs_a_few_steps(name, tmp_path):
     """Each experiment's whole sweep, shrunk to seconds per run (pytest -m slow; ~3 min in all)."""
-    from tests.conftest import run_script
+    from tests.conftest import assert_breakdowns_match_test_acc, run_script
+
+    def check(run_dir):  # a run too short to learn: its numbers must at least agree with one another
+        results = json.loads((run_dir / "results.json").read_text())
+        assert_breakdowns_match_test_acc(results)
+        with open(run_dir / "metrics.csv") as f:
+            assert results["best_val_acc"] == max(float(r["val_acc"]) for r in csv.DictReader(f))
 
     tiny = ["debug=tiny", "trainer.max_epochs=1", "dataset.num_train=64", "dataset.num_val=32", "dataset.num_test=32"]
     spec = yaml.safe_load((CONF / "experiment" / f"{name}.yaml").read_text())
@@ -475,7 +531,7 @@ def test_every_experiment_runs_a_few_steps(name, tmp_path):
         for k, line in enumerate(spec["experiment_grids"]):
             first = [o.split(",")[0] for o in line.split()]
             run_script("train.py", f"experiment={name}", *first, *tiny, f"hydra.run.dir={tmp_path}/{k}", timeout=900)
-            assert 0 <= json.loads((tmp_path / str(k) / "results.json").read_text())["test_acc"] <= 1
+            check(tmp_path / str(k))
         return
     points = sweep_points(name)
     if points == [[]]:
@@ -486,4 +542,4 @@ def test_every_experiment_runs_a_few_steps(name, tmp_path):
         results = sorted((tmp_path / "sweep").glob("*/results.json"))
     assert len(results) == len(points)
     for path in results:
-        assert 0 <= json.loads(path.read_text())["test_acc"] <= 1
+        check(path.parent)

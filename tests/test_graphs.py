@@ -128,7 +128,8 @@ def graph_pairs(g: dgl.DGLGraph) -> list[tuple[int, int]]:
     return pair_list(g.edges())
 
 
-TOKEN_GRAPHS = tuple(g for g in GRAPHS if g not in ("binary_tree", "bpt"))  # they add phrase/span nodes: tests/test_recursive.py, tests/test_long_range.py
+# binary_tree and bpt add phrase/span nodes: tests/test_recursive.py and tests/test_long_range.py test those
+TOKEN_GRAPHS = tuple(g for g in GRAPHS if g not in ("binary_tree", "bpt"))
 
 
 @pytest.mark.parametrize("name", TOKEN_GRAPHS)

@@ -29,7 +29,7 @@ from data.graphs import (
 from data.vocab import Vocab
 from models.encoder import GraphEncoder, build_model
 from models.recursive import RecursiveEncoder, schedule
-from tests.conftest import compose_config
+from tests.conftest import assert_breakdowns_match_test_acc, compose_config, rescored_test_acc
 from train import check_config, run
 
 # [MAX 2 9 ]: tokens 0 [MAX, 1 2, 2 9, 3 ]; phrases 4 = ([MAX 2), 5 = (4 9), 6 = (5 ]) the root
@@ -274,7 +274,9 @@ def test_recursive_and_typed_models_train(overrides, tmp_path, tiny_overrides):
     with open(tmp_path / "metrics.csv") as f:
         rows = list(csv.DictReader(f))
     assert float(rows[-1]["train_loss"]) < float(rows[0]["train_loss"]), rows
-    assert results["model"] == cfg.model.name and 0 <= results["test_acc"] <= 1
+    assert results["model"] == cfg.model.name
+    assert_breakdowns_match_test_acc(results)
+    assert rescored_test_acc(tmp_path, tmp_path / "eval") == results["test_acc"]  # best.pt scores what it reported
 
 
 # --------------------------------------------------------------------------------------------

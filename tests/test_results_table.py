@@ -1,4 +1,4 @@
-"""tools/results_table.py turns results.json files into the README's tables."""
+"""tools/results_table.py turns results.json files into the tables of docs/results/."""
 
 import json
 

@@ -37,7 +37,8 @@ class Run:
 
     @classmethod
     def load(cls, path: str | Path) -> Run:
-        from evaluate import load_model  # evaluate imports train: keep it off this module's import path
+        # evaluate imports hydra and the whole pipeline: keep it off this module's import path
+        from evaluate import load_model
 
         ckpt_path = find_checkpoint(path)
         ckpt = load_checkpoint(ckpt_path)

@@ -16,6 +16,12 @@ other into the experiment's sweep directory, and one table is made of them all:
 The table is ``python -m tools.results_table multirun/E`` into ``docs/results/E.md`` with its plots.
 ``experiment_then: <module> <args>`` runs one more analysis of the runs after it
 (``long_range.yaml``: ``tools.long_range``, which scores every run on longer expressions).
+
+The essay experiments (``tools/essay.py``) select ``scale=full``; ``scale=small`` among the overrides
+runs the same grids smaller into ``multirun/small/E`` and ``docs/results/small/E.md`` (``{suite_dir}``
+in ``experiment_then`` is that ``small/`` prefix). An experiment that leaves ``trainer.resume`` out of
+its run directories' names runs with ``trainer.resume=auto``: finished runs are tested again, not
+retrained, and a killed grid goes on from each run's last epoch.
 """
 
 from __future__ import annotations
@@ -49,6 +55,19 @@ def grids_of(name: str) -> list[list[str]]:
     return [shlex.split(g) for g in grids]
 
 
+def suite_dir(overrides: list[str]) -> str:
+    """``small/`` when the overrides select ``scale=small``, else ``""``."""
+    scales = [o.partition("=")[2] for o in overrides if o.startswith("scale=")]
+    return f"{scales[-1]}/" if scales and scales[-1] != "full" else ""
+
+
+def resumes(name: str) -> bool:
+    """Does the experiment keep ``trainer.resume`` out of its run directories' names?"""
+    hydra = read(name).get("hydra") or {}
+    keys = ((hydra.get("job") or {}).get("config") or {}).get("override_dirname", {}).get("exclude_keys", [])
+    return "trainer.resume" in keys
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("name", help="an experiment of conf/experiment/")
@@ -56,24 +75,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table-only", action="store_true", help="only rebuild the table from existing runs")
     args = parser.parse_args(argv)
     grids = grids_of(args.name)
+    prefix = suite_dir(args.overrides)
+    extra = ["trainer.resume=auto"] if resumes(args.name) else []
+    start_all = time.perf_counter()
     if not args.table_only:
         for k, grid in enumerate(grids, start=1):
-            cmd = [sys.executable, "train.py", "-m", f"experiment={args.name}", *grid, *args.overrides]
+            cmd = [sys.executable, "train.py", "-m", f"experiment={args.name}", *grid, *extra, *args.overrides]
             print(f"[{k}/{len(grids)}] {shlex.join(cmd[1:])}", flush=True)
             start = time.perf_counter()
             if subprocess.call(cmd, cwd=ROOT):
-                print(f"error: grid {k} of experiment {args.name} failed (its runs are under multirun/{args.name})")
+                print(
+                    f"error: grid {k} of experiment {args.name} failed (its runs are under multirun/{prefix}{args.name})"
+                )
                 return 1
             print(f"[{k}/{len(grids)}] done in {time.perf_counter() - start:.0f} s", flush=True)
-    table = [sys.executable, "-m", "tools.results_table", f"multirun/{args.name}"]
-    table += [f"--out=docs/results/{args.name}.md", f"--plot=docs/figures/{args.name}_by_depth.png"]
-    table += [f"--curves=docs/figures/{args.name}_curves.png", f"--lengths=docs/figures/{args.name}_by_length.png"]
+    name = f"{prefix}{args.name}"
+    for folder in ("docs/results", "docs/figures"):
+        (ROOT / folder / prefix).mkdir(parents=True, exist_ok=True)
+    command = shlex.join(
+        ["make", "experiment", f"E={args.name}", *([f"ARGS={' '.join(args.overrides)}"] if args.overrides else [])]
+    )
+    table = [sys.executable, "-m", "tools.results_table", f"multirun/{name}", f"--command={command}"]
+    table += [f"--out=docs/results/{name}.md", f"--plot=docs/figures/{name}_by_depth.png"]
+    table += [f"--curves=docs/figures/{name}_curves.png", f"--lengths=docs/figures/{name}_by_length.png"]
     if subprocess.call(table, cwd=ROOT):
         return 1
     then = read(args.name).get("experiment_then")  # an analysis of the trained runs, e.g. tools.long_range
     if then:
+        then = then.replace("{suite_dir}", prefix)
         print(f"then: python -m {then}", flush=True)
-        return subprocess.call([sys.executable, "-m", *shlex.split(then)], cwd=ROOT)
+        if subprocess.call([sys.executable, "-m", *shlex.split(then)], cwd=ROOT):
+            return 1
+    print(f"experiment {name}: {time.perf_counter() - start_all:.0f} s wall time", flush=True)
     return 0
 
 

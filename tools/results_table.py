@@ -289,6 +289,7 @@ def main(argv=None) -> int:
     parser.add_argument("--plot", type=Path, help="also save accuracy by tree depth as this PNG")
     parser.add_argument("--curves", type=Path, help="also save training curves (loss, val accuracy) as this PNG")
     parser.add_argument("--lengths", type=Path, help="also save accuracy by sentence length as this PNG")
+    parser.add_argument("--command", help="the command that made the runs, printed above the tables")
     args = parser.parse_args(argv)
     if not args.root.exists():
         print(f"error: {args.root} does not exist; run a sweep first (make sweep)", file=sys.stderr)
@@ -298,6 +299,11 @@ def main(argv=None) -> int:
         print(f"error: no results.json under {args.root}; runs write one when they finish", file=sys.stderr)
         return 2
     text = tables(runs)
+    if args.command:
+        hours = sum(r.get("train_seconds", 0) for r in runs) / 3600
+        text = (
+            f"Produced by `{args.command}` from `{args.root}` ({len(runs)} runs, {hours:.1f} h of training).\n\n{text}"
+        )
     print(text)
     if args.out:
         args.out.write_text(text + "\n")

@@ -116,7 +116,7 @@ print(f"every model shares the same {shared} parameters outside its aggregators"
 #
 # The models are untrained, so the attention weights below are what random initial weights give; it
 # is their *form* that matters: non-negative and summing to 1 over the neighbours, and different per
-# head. Training shapes them (the README's `experiment=neural_syntax` asks whether a trained
+# head. Training shapes them (docs/essay.md's `experiment=neural_syntax` asks whether a trained
 # Transformer's attention finds the tree).
 
 # %%

@@ -1,0 +1,228 @@
+"""The essay's questions, run and answered: ``make essay`` (``make essay SMALL=1`` in under an hour).
+
+    python -m tools.essay                      # every essay experiment at scale=full, then the answers
+    python -m tools.essay scale=small          # the same grids on 3k expressions, 5 epochs
+    python -m tools.essay --table-only         # the answers again, from the runs already there
+    python -m tools.essay --only heads,aggregation
+
+Each experiment runs through ``tools.experiment`` (its grids, its table, its analysis). Then every
+comparison the essay's write-up makes (``COMPARISONS``) is scored from the runs' test accuracies:
+
+    difference  = mean(A) - mean(B) over seeds, in points
+    noise       = 2 * sigma * sqrt(1/n_A + 1/n_B)   (two standard errors of the difference)
+    sigma       = the larger of the two cells' pooled seed standard deviation and the suite's (every
+                  cell with 2+ seeds, pooled), and never below the test split's binomial error
+
+A difference beyond the noise is a finding; inside it the answer is "no difference measurable here".
+Written to ``docs/results/[small/]essay.md`` and ``essay.json`` (per-seed accuracies included, so a
+reader, or tutorial 05, can recompute every verdict).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from engine.io import write_json
+from tools import experiment
+from tools.results_table import collect
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPERIMENTS = (
+    "graph_choice",
+    "graph_choice_depth",
+    "neural_syntax",
+    "heads",
+    "aggregation",
+    "positional",
+    "training",
+    "training_lr",
+)
+
+
+def _comparisons() -> list[tuple[str, str, dict, dict]]:
+    """(experiment, what is compared, cell A, cell B): A - B is reported."""
+    out = []
+    for m in ("transformer", "gat", "gcn"):
+        out.append(
+            ("graph_choice", f"{m}: tree - complete", {"model": m, "graph": "tree"}, {"model": m, "graph": "complete"})
+        )
+        for g in ("window", "knn", "none"):
+            out.append(
+                ("graph_choice", f"{m}: complete - {g}", {"model": m, "graph": "complete"}, {"model": m, "graph": g})
+            )
+    for g in ("complete", "tree"):
+        for deep, shallow in (("4", "2"), ("8", "4"), ("12", "8")):
+            a, b = {"graph": g, "model.num_layers": deep}, {"graph": g, "model.num_layers": shallow}
+            out.append(("graph_choice_depth", f"{g}: {deep} - {shallow} tied layers", a, b))
+    for h in ("1", "2", "8"):
+        out.append(("heads", f"{h} - 4 heads", {"model.num_heads": h}, {"model.num_heads": "4"}))
+    for g in ("complete", "tree"):
+        for agg in ("sum", "mean", "max"):
+            a, b = {"model": "transformer", "graph": g}, {"model": agg, "graph": g}
+            out.append(("aggregation", f"{g}: attention - {agg}", a, b))
+    for g in ("complete", "tree"):
+        for pe in ("lap_pe", "random_walk_pe", "none"):
+            a, b = {"model.positional": pe, "graph": g}, {"model.positional": "sinusoidal", "graph": g}
+            out.append(("positional", f"{g}: {pe} - sinusoidal", a, b))
+    for exp, extra in (("training", {"model.scaled": "true"}), ("training_lr", {})):
+        for w in ("0.0", "0.05"):
+            a = {"model.norm": "pre", "optim.warmup_ratio": w, **extra}
+            b = {"model.norm": "post", "optim.warmup_ratio": w, **extra}
+            out.append((exp, f"pre-LN - post-LN, warmup {w}", a, b))
+        for norm in ("pre", "post"):
+            a = {"model.norm": norm, "optim.warmup_ratio": "0.05", **extra}
+            b = {"model.norm": norm, "optim.warmup_ratio": "0.0", **extra}
+            out.append((exp, f"{norm}-LN: warmup 0.05 - none", a, b))
+    for norm in ("pre", "post"):
+        a = {"model.norm": norm, "optim.warmup_ratio": "0.0", "model.scaled": "true"}
+        b = {"model.norm": norm, "optim.warmup_ratio": "0.0", "model.scaled": "false"}
+        out.append(("training", f"{norm}-LN: scaled - unscaled dot product", a, b))
+    return out
+
+
+COMPARISONS = _comparisons()
+
+
+def cells(runs: list[dict]) -> dict[tuple, list[dict]]:
+    """Runs grouped by every setting but the seed."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in runs:
+        groups.setdefault(tuple(sorted(r["_settings"].items())), []).append(r)
+    return groups
+
+
+def matching(runs: list[dict], want: dict) -> list[float]:
+    """Test accuracies of the runs whose settings include ``want``."""
+    return [r["test_acc"] for r in runs if all(r["_settings"].get(k) == v for k, v in want.items())]
+
+
+def pooled_sd(groups: list[list[float]]) -> float | None:
+    """The pooled within-group standard deviation of groups with 2+ values (None if there are none)."""
+    dof = sum(len(g) - 1 for g in groups if len(g) > 1)
+    if not dof:
+        return None
+    return math.sqrt(sum((len(g) - 1) * statistics.variance(g) for g in groups if len(g) > 1) / dof)
+
+
+def verdict(a: list[float], b: list[float], sigma_suite: float) -> dict:
+    """Mean difference of A and B, its noise threshold and the answer it supports."""
+    if not a or not b:
+        return {"diff": None, "noise": None, "verdict": "not run yet"}
+    sigma = max(sigma_suite, pooled_sd([a, b]) or 0.0)
+    diff, noise = statistics.mean(a) - statistics.mean(b), 2 * sigma * math.sqrt(1 / len(a) + 1 / len(b))
+    if abs(diff) <= noise:
+        answer = "no difference measurable here"
+    else:
+        answer = "A higher" if diff > 0 else "B higher"
+    return {"diff": diff, "noise": noise, "sigma": sigma, "verdict": answer}
+
+
+def answers(prefix: str = "") -> dict:
+    """Score every comparison from ``multirun/<prefix><experiment>``."""
+    runs_by_exp = {}
+    for name in EXPERIMENTS:
+        root = ROOT / "multirun" / f"{prefix}{name}"
+        runs_by_exp[name] = collect(root) if root.is_dir() else []
+    every = [r for runs in runs_by_exp.values() for r in runs]
+    tests = [r["num_examples"]["test"] for r in every if "num_examples" in r]
+    binomial = math.sqrt(0.25 / min(tests)) if tests else 0.0
+    seeds = [[r["test_acc"] for r in g] for runs in runs_by_exp.values() for g in cells(runs).values()]
+    sigma = max(pooled_sd(seeds) or 0.0, binomial)
+    rows = []
+    for exp, what, a_want, b_want in COMPARISONS:
+        a, b = matching(runs_by_exp[exp], a_want), matching(runs_by_exp[exp], b_want)
+        rows.append(
+            {
+                "experiment": exp,
+                "compared": what,
+                "a": a_want,
+                "b": b_want,
+                "a_acc": a,
+                "b_acc": b,
+                **verdict(a, b, sigma),
+            }
+        )
+    compute = {
+        name: {"runs": len(runs), "train_hours": sum(r.get("train_seconds", 0) for r in runs) / 3600}
+        for name, runs in runs_by_exp.items()
+    }
+    return {
+        "suite": prefix.rstrip("/") or "full",
+        "sigma_suite": sigma,
+        "binomial_floor": binomial,
+        "comparisons": rows,
+        "compute": compute,
+    }
+
+
+def _acc(values: list[float]) -> str:
+    if not values:
+        return "–"
+    sd = f" ± {statistics.stdev(values):.3f}" if len(values) > 1 else ""
+    return f"{statistics.mean(values):.3f}{sd} (n={len(values)})"
+
+
+def report(result: dict, command: str, wall: float | None = None) -> str:
+    lines = [
+        f"Produced by `{command}` (suite `{result['suite']}`). A is the first setting named, B the second;",
+        "difference = mean(A) - mean(B) over seeds, in points of test accuracy. Noise = 2 sigma sqrt(1/n_A + 1/n_B),",
+        f"sigma = max(the two cells' pooled seed sd, the suite's pooled seed sd {100 * result['sigma_suite']:.2f} points",
+        f"(binomial floor of the test split {100 * result['binomial_floor']:.2f})).",
+        "",
+        "| experiment | A - B | A | B | difference | noise | answer |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in result["comparisons"]:
+        diff = "–" if r["diff"] is None else f"{100 * r['diff']:+.1f}"
+        noise = "–" if r["noise"] is None else f"{100 * r['noise']:.1f}"
+        answer = {"A higher": "**A higher**", "B higher": "**B higher**"}.get(r["verdict"], r["verdict"])
+        lines.append(
+            f"| {r['experiment']} | {r['compared']} | {_acc(r['a_acc'])} | {_acc(r['b_acc'])} | {diff} | {noise} | {answer} |"
+        )
+    lines += ["", "**Compute** (training time summed over runs, one CPU thread per run)", ""]
+    lines += ["| experiment | runs | training hours |", "|---|---|---|"]
+    for name, c in result["compute"].items():
+        lines.append(f"| {name} | {c['runs']} | {c['train_hours']:.2f} |")
+    total_runs = sum(c["runs"] for c in result["compute"].values())
+    total = sum(c["train_hours"] for c in result["compute"].values())
+    lines.append(f"| **all** | {total_runs} | {total:.2f} |")
+    if wall is not None:
+        lines += ["", f"Wall time of this invocation: {wall / 60:.1f} min."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides for every run (scale=small)")
+    parser.add_argument("--table-only", action="store_true", help="only score the runs already there")
+    parser.add_argument("--only", help="comma-separated experiments to run (default: all)")
+    args = parser.parse_args(argv)
+    names = args.only.split(",") if args.only else list(EXPERIMENTS)
+    unknown = sorted(set(names) - set(EXPERIMENTS))
+    if unknown:
+        raise SystemExit(f"error: not an essay experiment: {', '.join(unknown)}; valid: {', '.join(EXPERIMENTS)}")
+    prefix = experiment.suite_dir(args.overrides)
+    start = time.perf_counter()
+    if not args.table_only:
+        for name in names:
+            if experiment.main([name, *args.overrides]):
+                return 1
+    wall = None if args.table_only else time.perf_counter() - start
+    result = answers(prefix)
+    small = " SMALL=1" if prefix == "small/" else ""
+    text = report(result, f"make essay{small}", wall)
+    out = ROOT / "docs" / "results" / prefix
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "essay.md").write_text(text + "\n")
+    write_json(out / "essay.json", {**result, "wall_seconds": wall})
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
