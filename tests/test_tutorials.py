@@ -1,8 +1,9 @@
 """The tutorials (tutorials/*.py, jupytext percent scripts) run as plain scripts and reach their last cell.
 
 Each is started as ``python tutorials/<name>.py`` from the repository root, as the tutorial's
-README says to; every one asserts its own numerical claims (equivalences, the chain Laplacian), so a
-zero exit status means those held.
+README says to; every one asserts its own numerical claims (equivalences, the chain Laplacian; part 5
+recomputes every committed essay verdict and asserts the claims its prose makes), so a zero exit
+status means those held.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ TUTORIALS = {
     "02_one_encoder_three_aggregators.py": "sparse == dense for every aggregator on both graphs",
     "03_graphs_for_sentences.py": "chain Laplacian eigenvectors are cosines of the position",
     "04_hardware_lottery.py": "sparse and dense outputs agree on every batch",
-    "05_what_the_experiments_found.py": "part 5 done: tiny runs finished for tree, complete",
+    "05_what_the_experiments_found.py": "claims checked against docs/results/, tiny runs finished for tree, complete",
 }
 
 

@@ -21,6 +21,7 @@ reader, or tutorial 05, can recompute every verdict).
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import statistics
 import sys
@@ -69,7 +70,7 @@ def _comparisons() -> list[tuple[str, str, dict, dict]]:
         for pe in ("lap_pe", "random_walk_pe", "none"):
             a, b = {"model.positional": pe, "graph": g}, {"model.positional": "sinusoidal", "graph": g}
             out.append(("positional", f"{g}: {pe} - sinusoidal", a, b))
-    for exp, extra in (("training", {"model.scaled": "true"}), ("training_lr", {})):
+    for exp, extra in (("training", {"model.scaled": "True"}), ("training_lr", {})):
         for w in ("0.0", "0.05"):
             a = {"model.norm": "pre", "optim.warmup_ratio": w, **extra}
             b = {"model.norm": "post", "optim.warmup_ratio": w, **extra}
@@ -79,8 +80,8 @@ def _comparisons() -> list[tuple[str, str, dict, dict]]:
             b = {"model.norm": norm, "optim.warmup_ratio": "0.0", **extra}
             out.append((exp, f"{norm}-LN: warmup 0.05 - none", a, b))
     for norm in ("pre", "post"):
-        a = {"model.norm": norm, "optim.warmup_ratio": "0.0", "model.scaled": "true"}
-        b = {"model.norm": norm, "optim.warmup_ratio": "0.0", "model.scaled": "false"}
+        a = {"model.norm": norm, "optim.warmup_ratio": "0.0", "model.scaled": "True"}
+        b = {"model.norm": norm, "optim.warmup_ratio": "0.0", "model.scaled": "False"}
         out.append(("training", f"{norm}-LN: scaled - unscaled dot product", a, b))
     return out
 
@@ -131,7 +132,13 @@ def answers(prefix: str = "") -> dict:
     every = [r for runs in runs_by_exp.values() for r in runs]
     tests = [r["num_examples"]["test"] for r in every if "num_examples" in r]
     binomial = math.sqrt(0.25 / min(tests)) if tests else 0.0
-    seeds = [[r["test_acc"] for r in g] for runs in runs_by_exp.values() for g in cells(runs).values()]
+    # every cell's seeds, once: a run copied into several experiments (the default Transformer) counts once
+    groups = {
+        tuple(sorted((r["test_acc"], r.get("train_seconds")) for r in g))
+        for runs in runs_by_exp.values()
+        for g in cells(runs).values()
+    }
+    seeds = [[acc for acc, _ in g] for g in groups]
     sigma = max(pooled_sd(seeds) or 0.0, binomial)
     rows = []
     for exp, what, a_want, b_want in COMPARISONS:
@@ -151,8 +158,10 @@ def answers(prefix: str = "") -> dict:
         name: {"runs": len(runs), "train_hours": sum(r.get("train_seconds", 0) for r in runs) / 3600}
         for name, runs in runs_by_exp.items()
     }
+    unique = {(r["test_acc"], r.get("train_seconds")) for r in every}  # a run copied into several experiments, once
     return {
         "suite": prefix.rstrip("/") or "full",
+        "unique_runs": {"runs": len(unique), "train_hours": sum(t or 0 for _, t in unique) / 3600},
         "sigma_suite": sigma,
         "binomial_floor": binomial,
         "comparisons": rows,
@@ -188,11 +197,15 @@ def report(result: dict, command: str, wall: float | None = None) -> str:
     lines += ["| experiment | runs | training hours |", "|---|---|---|"]
     for name, c in result["compute"].items():
         lines.append(f"| {name} | {c['runs']} | {c['train_hours']:.2f} |")
-    total_runs = sum(c["runs"] for c in result["compute"].values())
-    total = sum(c["train_hours"] for c in result["compute"].values())
-    lines.append(f"| **all** | {total_runs} | {total:.2f} |")
+    unique = result["unique_runs"]
+    lines.append(
+        f"| **all** (a run directory copied into several experiments counts once) | {unique['runs']} | {unique['train_hours']:.2f} |"
+    )
     if wall is not None:
-        lines += ["", f"Wall time of this invocation: {wall / 60:.1f} min."]
+        lines += [
+            "",
+            f"Wall time of the last `make essay{' SMALL=1' if result['suite'] == 'small' else ''}` that ran the grids: {wall / 60:.1f} min.",
+        ]
     return "\n".join(lines)
 
 
@@ -215,8 +228,10 @@ def main(argv: list[str] | None = None) -> int:
     wall = None if args.table_only else time.perf_counter() - start
     result = answers(prefix)
     small = " SMALL=1" if prefix == "small/" else ""
-    text = report(result, f"make essay{small}", wall)
     out = ROOT / "docs" / "results" / prefix
+    if wall is None and (out / "essay.json").is_file():  # the table again: keep the last full run's wall time
+        wall = json.loads((out / "essay.json").read_text()).get("wall_seconds")
+    text = report(result, f"make essay{small}", wall)
     out.mkdir(parents=True, exist_ok=True)
     (out / "essay.md").write_text(text + "\n")
     write_json(out / "essay.json", {**result, "wall_seconds": wall})

@@ -90,8 +90,6 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             print(f"[{k}/{len(grids)}] done in {time.perf_counter() - start:.0f} s", flush=True)
     name = f"{prefix}{args.name}"
-    for folder in ("docs/results", "docs/figures"):
-        (ROOT / folder / prefix).mkdir(parents=True, exist_ok=True)
     command = shlex.join(
         ["make", "experiment", f"E={args.name}", *([f"ARGS={' '.join(args.overrides)}"] if args.overrides else [])]
     )

@@ -30,7 +30,7 @@ MODELS = ("gcn", "gat", "transformer", "sum", "mean", "max", "gin", "treelstm", 
 GRAPHS = ("complete", "tree", "dep", "binary_tree", "window", "bpt", "knn", "none")
 MIN_DEPTH_EXAMPLES = 10  # the depth plot leaves out depths rarer than this in the test split
 DEEP = 5  # depths from here on are few per test split: pooled into one column
-NOT_FACTORS = ("seed", "trainer.progress", "logger", "hparams_search", "cluster")  # not compared
+NOT_FACTORS = ("seed", "trainer.progress", "trainer.resume", "logger", "hparams_search", "cluster", "scale")  # not compared
 
 
 def _depth_buckets(r: dict) -> dict[str, tuple[int, float]]:
@@ -298,6 +298,9 @@ def main(argv=None) -> int:
     if not runs:
         print(f"error: no results.json under {args.root}; runs write one when they finish", file=sys.stderr)
         return 2
+    for path in (args.out, args.plot, args.curves, args.lengths):  # docs/results/small/... may not exist yet
+        if path:
+            path.parent.mkdir(parents=True, exist_ok=True)
     text = tables(runs)
     if args.command:
         hours = sum(r.get("train_seconds", 0) for r in runs) / 3600
