@@ -5,7 +5,7 @@ PYTHON  := $(VENV)/bin/python
 ARGS    ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-all lint format train experiment essay sweep report neural_syntax sst_syntax prune_heads evaluate bench notebooks clean clean-cache
+.PHONY: help install test test-all lint format train experiment essay sweep report neural_syntax sst_syntax prune_heads evaluate bench notebooks docs docs-check clean clean-cache
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -69,14 +69,20 @@ bench: install ## the hardware lottery (sparse vs dense), the recursive models' 
 	$(PYTHON) -m bench.recursive
 	$(PYTHON) -m bench.scaling
 
-notebooks: install ## tutorials/*.py (jupytext percent scripts) -> tutorials/notebooks/*.ipynb (not committed)
-	$(VENV)/bin/jupytext --to notebooks//ipynb tutorials/[0-9][0-9]_*.py
+notebooks: install ## tutorials/*.py -> tutorials/notebooks/*.ipynb, executed in .venv's kernel (outputs and figures in; not committed)
+	$(PYTHON) -m tools.site notebooks
+
+docs: notebooks ## the tutorial website -> build/site/index.html (executed tutorials, docs/*.md, MathML equations; offline, ~1 min)
+	$(PYTHON) -m tools.site build
+
+docs-check: docs ## open every page of the site in headless Chromium (apt-get install chromium); screenshots -> build/site_check/
+	TAGNN_REQUIRE_BROWSER=1 TAGNN_SITE_BUILT=1 $(PYTHON) -m pytest -q -m slow tests/test_site.py $(ARGS)
 
 clean-cache: ## remove parsed text datasets and cached graphs (.cache/tagnn)
 	rm -rf .cache/tagnn
 
 clean: ## remove outputs, multirun, wandb and caches (keeps .venv)
-	rm -rf outputs multirun wandb .pytest_cache .ruff_cache .cache/tagnn
+	rm -rf outputs multirun wandb build .pytest_cache .ruff_cache .cache/tagnn
 	find . -name __pycache__ -type d -prune -not -path './$(VENV)/*' -exec rm -rf {} +
 
 sst_syntax: install ## does a complete-graph Transformer trained on SST find the gold or the dependency tree? (after make experiment E=sst)

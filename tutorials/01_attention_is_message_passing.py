@@ -191,6 +191,32 @@ for i in range(n_tree):
     print(f"  {tokens[i]:5s} " + " ".join("1" if m else "." for m in mask[i].tolist()))
 
 # %% [markdown]
+# Drawn as matrices (head 0, same queries and keys): on the complete graph every token spreads its
+# weight over all nine tokens; on the tree it goes only to the edges the parse allows, and every other
+# entry is exactly zero because that edge was never scored.
+
+# %%
+import matplotlib.pyplot as plt  # noqa: E402
+
+full = dgl.graph(complete_edges(n_tree), num_nodes=n_tree)
+fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+for ax, (title, graph) in zip(axes, (("complete graph", full), ("ListOps parse tree", tree))):
+    _, weights = attention_by_message_passing(graph, q, k, v)
+    matrix = torch.zeros(n_tree, n_tree)
+    e_src, e_dst = graph.edges()
+    matrix[e_dst, e_src] = weights[:, 0]  # row i: the weights of the edges entering token i
+    assert torch.allclose(matrix.sum(1), torch.ones(n_tree), atol=TOL)  # a softmax per receiving node
+    assert (matrix[~mask] == 0).all() or graph is full  # off the tree, nothing
+    ax.imshow(matrix, cmap="viridis", vmin=0, vmax=1)
+    ax.set_xticks(range(n_tree), tokens, rotation=90)
+    ax.set_yticks(range(n_tree), tokens)
+    ax.set_xlabel("sender j")
+    ax.set_ylabel("receiver i")
+    ax.set_title(f"{title}: {graph.num_edges()} edges")
+fig.tight_layout()
+print("attention rows sum to 1 on both graphs; off-tree weights are 0")
+
+# %% [markdown]
 # ## 5. Batches are block-diagonal graphs
 #
 # `dgl.batch` glues several graphs into one graph with no edges between them, so sentences of

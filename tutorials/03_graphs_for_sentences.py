@@ -44,7 +44,8 @@ import math  # noqa: E402
 
 import matplotlib  # noqa: E402
 
-matplotlib.use("Agg")  # files only: works without a display
+if "ipykernel" not in sys.modules:  # as a script: files only, no display needed; in Jupyter: inline
+    matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
@@ -148,7 +149,6 @@ axes[-1][0].set_xlabel("sender j")
 fig.tight_layout()
 adjacency_png = OUT / "03_adjacency.png"
 fig.savefig(adjacency_png, dpi=100)
-plt.close(fig)
 print(f"wrote {adjacency_png.relative_to(ROOT)}")
 
 # %% [markdown]
@@ -173,7 +173,6 @@ for ax, (s, (tokens, heads)) in zip(axes, SENTENCES.items()):
 fig.tight_layout()
 tree_png = OUT / "03_trees.png"
 fig.savefig(tree_png, dpi=100)
-plt.close(fig)
 print(f"wrote {tree_png.relative_to(ROOT)}")
 
 # %% [markdown]
@@ -311,7 +310,6 @@ right.legend(fontsize=7)
 fig.tight_layout()
 chain_png = OUT / "03_chain_pe.png"
 fig.savefig(chain_png, dpi=100)
-plt.close(fig)
 print(f"wrote {chain_png.relative_to(ROOT)}")
 
 # %% [markdown]

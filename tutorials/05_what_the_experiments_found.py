@@ -155,6 +155,37 @@ for suite in ("", "small/"):
 print(f"{len(ANSWERS)} comparisons recomputed, every verdict agrees with the committed one")
 
 # %% [markdown]
+# Every measured comparison at once: the dot is the difference in test accuracy (A − B), the bar the
+# noise it has to clear. A bar that crosses zero is "no difference measurable here".
+
+# %%
+import matplotlib  # noqa: E402
+
+if "ipykernel" not in sys.modules:  # as a script no display is needed; in Jupyter the figure is inline
+    matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+suites = sorted({key[0] for key in ANSWERS}, key=lambda name: name != "full")
+fig, axes = plt.subplots(1, len(suites), figsize=(6.5 * len(suites), 9), squeeze=False)
+for ax, suite in zip(axes[0], suites):
+    rows = [
+        (f"{key[1]}: {key[2]}", *value[:3])
+        for key, value in ANSWERS.items()
+        if key[0] == suite and value[0] is not None
+    ]
+    for y, (_label, diff, noise, verdict) in enumerate(rows):
+        found = verdict != "no difference measurable here"
+        assert found == (abs(diff) > noise)  # the picture and the verdict say the same thing
+        colour = "tab:blue" if found else "tab:grey"
+        ax.errorbar(100 * diff, y, xerr=100 * noise, fmt="o", color=colour, capsize=2, markersize=3)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(range(len(rows)), [row[0] for row in rows], fontsize=6)
+    ax.invert_yaxis()
+    ax.set_xlabel("difference in test accuracy, points (A - B)")
+    ax.set_title(f"{suite} suite: {sum(abs(r[1]) > r[2] for r in rows)} of {len(rows)} beyond noise")
+fig.tight_layout()
+
+# %% [markdown]
 # What `docs/essay.md` says, and what the cell below checks against `essay.json`, verdict and
 # difference to the point:
 #
