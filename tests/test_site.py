@@ -234,6 +234,9 @@ def test_the_site_reads_as_a_tutorial_in_a_browser(served_site):
                     problems.append(f"{page}: no rendered equation ({seen['equations']} <math> elements)")
                 if printed not in seen["text"]:
                     problems.append(f"{page}: the executed output {printed!r} is not on the page")
+                script = "tutorials/" + page.split("/")[-1].replace(".html", ".py")
+                if f"Reproduce this page: python {script}" not in seen["text"]:
+                    problems.append(f"{page}: does not end with the command that reproduces it")
                 if len(seen["images"]) < figures:
                     problems.append(f"{page}: {len(seen['images'])} figures, expected at least {figures}")
     shots = sorted(SHOTS.glob("*.png"))

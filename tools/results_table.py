@@ -30,7 +30,15 @@ MODELS = ("gcn", "gat", "transformer", "sum", "mean", "max", "gin", "treelstm", 
 GRAPHS = ("complete", "tree", "dep", "binary_tree", "window", "bpt", "knn", "none")
 MIN_DEPTH_EXAMPLES = 10  # the depth plot leaves out depths rarer than this in the test split
 DEEP = 5  # depths from here on are few per test split: pooled into one column
-NOT_FACTORS = ("seed", "trainer.progress", "trainer.resume", "logger", "hparams_search", "cluster", "scale")  # not compared
+NOT_FACTORS = (
+    "seed",
+    "trainer.progress",
+    "trainer.resume",
+    "logger",
+    "hparams_search",
+    "cluster",
+    "scale",
+)  # not compared
 
 
 def _depth_buckets(r: dict) -> dict[str, tuple[int, float]]:

@@ -165,6 +165,14 @@ class Stager:
             if cell["cell_type"] == "markdown":
                 text = "".join(cell["source"])
                 cell["source"] = to_mathml(self.rewrite_links(text, repo_file, html=True))
+        nb["cells"].append(
+            {
+                "cell_type": "markdown",
+                "metadata": {},
+                "source": f"---\n\nReproduce this page: `python {repo_file}` (the script, with its asserts), "
+                "`make notebooks` (this notebook, executed) or `make docs` (this site).",
+            }
+        )
         self.write(site_path(repo_file), json.dumps(nb, indent=1))
 
     def copy_assets(self) -> None:
