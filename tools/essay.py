@@ -66,6 +66,9 @@ def _comparisons() -> list[tuple[str, str, dict, dict]]:
         for agg in ("sum", "mean", "max"):
             a, b = {"model": "transformer", "graph": g}, {"model": agg, "graph": g}
             out.append(("aggregation", f"{g}: attention - {agg}", a, b))
+        for first, second in (("mean", "sum"), ("max", "sum"), ("max", "mean")):  # is one reduction best?
+            a, b = {"model": first, "graph": g}, {"model": second, "graph": g}
+            out.append(("aggregation", f"{g}: {first} - {second}", a, b))
     for g in ("complete", "tree"):
         for pe in ("lap_pe", "random_walk_pe", "none"):
             a, b = {"model.positional": pe, "graph": g}, {"model.positional": "sinusoidal", "graph": g}

@@ -73,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("name", help="an experiment of conf/experiment/")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides added to every grid")
     parser.add_argument("--table-only", action="store_true", help="only rebuild the table from existing runs")
+    parser.add_argument(
+        "--no-then", action="store_true", help="skip the experiment's analysis (experiment_then, e.g. pruning)"
+    )
     args = parser.parse_args(argv)
     grids = grids_of(args.name)
     prefix = suite_dir(args.overrides)
@@ -99,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     if subprocess.call(table, cwd=ROOT):
         return 1
     then = read(args.name).get("experiment_then")  # an analysis of the trained runs, e.g. tools.long_range
-    if then:
+    if then and not args.no_then:
         then = then.replace("{suite_dir}", prefix)
         print(f"then: python -m {then}", flush=True)
         if subprocess.call([sys.executable, "-m", *shlex.split(then)], cwd=ROOT):
