@@ -226,6 +226,7 @@ def plot(scores: list[dict], path: Path) -> None:
     ax.axvline(100, color="grey", ls=":", lw=1)
     ax.text(100, 0.02, " longest training expression", color="grey", fontsize=8)
     ax.axhline(0.1, color="grey", ls="--", lw=1)
+    ax.set_xlim(10, edges[-1])  # fixed, so a tiny run whose buckets are all too small still draws an axis
     ax.set_xscale("log")
     ax.set(xlabel="expression length (tokens, log scale)", ylabel="test accuracy", ylim=(0, 1.02))
     ax.set_title("Trained on <= 100 tokens, tested on the LRA recipe up to 1,999")
