@@ -193,7 +193,7 @@ fig.tight_layout()
 #   published 57.4%). The gold tree beats the complete graph for the Transformer by 9.1 points
 #   (3 seeds), for GAT by 15.3 and for GCN by 15.4 (1 seed each). The complete graph beats a window
 #   of ±2 tokens by 4.0 points for the Transformer. For GAT the 0.7 points between them are no
-#   measurable difference. Four heads beat one by 1.5 points; eight and four are level (−0.1). On the
+#   measurable difference. Four heads beat one by 1.5 points; eight and four are level (+0.0). On the
 #   complete graph attention beats a plain sum of the neighbours by 13.7 points and a mean by 7.6,
 #   and the mean beats the sum by 6.1.
 # * **Small scale** (2k expressions, `make essay SMALL=1`, 31 minutes). The tree's advantage shrinks
@@ -215,7 +215,7 @@ CLAIMS = [  # (suite, experiment, comparison, verdict, difference in points as t
     ("full", "graph_choice", "transformer: complete - window", "A higher", 4.0),
     ("full", "graph_choice", "gat: complete - window", "no difference measurable here", 0.7),
     ("full", "heads", "1 - 4 heads", "B higher", -1.5),
-    ("full", "heads", "8 - 4 heads", "no difference measurable here", -0.1),
+    ("full", "heads", "8 - 4 heads", "no difference measurable here", 0.0),
     ("full", "aggregation", "complete: attention - sum", "A higher", 13.7),
     ("full", "aggregation", "complete: attention - mean", "A higher", 7.6),
     ("full", "aggregation", "complete: mean - sum", "A higher", 6.1),
