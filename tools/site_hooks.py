@@ -2,12 +2,12 @@
 
 Two repairs on every page:
 
-* Equations are MathML already (tools/site.py converts them at staging time), so the MathJax and
-require.js tags that nbconvert's notebook template adds would only make an offline reader's browser
-  wait on a CDN: they are removed.
+* Equations are MathML already (tools/site.py converts them at staging time), so nbconvert's
+  MathJax block is dead weight: a ``<script src="">`` with no URL (the browser fetches the page
+  itself again) and a ``text/x-mathjax-config`` script. Both are removed.
 * mkdocs-jupyter's table of contents cuts a heading's anchor at its first inline code
-  (``#2-the-same-numbers-as`` for the heading whose id is ``2-the-same-numbers-as-scaled_dot_product_attention``):
-  or drops the code from it (``#3-the-rule`` for ``3-the-modelimplauto-rule``): a ``#fragment`` that
+  (``#2-the-same-numbers-as`` for the id ``2-the-same-numbers-as-scaled_dot_product_attention``)
+  or drops the code from it (``#3-the-rule`` for ``3-the-modelimplauto-rule``). A ``#fragment`` that
   names no id on the page, but whose words appear in order in exactly one id, is pointed at that id.
 """
 
@@ -15,9 +15,6 @@ from __future__ import annotations
 
 import re
 
-CDN_SCRIPT = re.compile(
-    r"<script[^>]*src=\"https?://[^\"]*(mathjax|require\.js|requirejs)[^\"]*\"[^>]*>\s*</script>", re.I
-)
 EMPTY_SCRIPT = re.compile(r"<script src=\"\">\s*</script>")  # nbconvert's MathJax tag, with no URL given
 MATHJAX_CONFIG = re.compile(r"<script type=\"text/x-mathjax-config\">.*?</script>", re.S)
 
@@ -46,4 +43,4 @@ def repair_anchors(html: str) -> str:
 
 
 def on_post_page(output: str, page, config) -> str:  # noqa: ARG001 (mkdocs' hook signature)
-    return repair_anchors(EMPTY_SCRIPT.sub("", MATHJAX_CONFIG.sub("", CDN_SCRIPT.sub("", output))))
+    return repair_anchors(EMPTY_SCRIPT.sub("", MATHJAX_CONFIG.sub("", output)))

@@ -119,10 +119,17 @@ print(f"message passing on the complete graph == scaled_dot_product_attention (m
 # The attention matrix is just the edge weights laid out as an $n \times n$ table: row $i$ holds the
 # weights of the edges that enter $i$. `g.edges()` gives each edge's (source $j$, destination $i$).
 
+
 # %%
-A = torch.zeros(heads, n, n)
-e_src, e_dst = g.edges()
-A[:, e_dst, e_src] = a_mp.T  # A[h, i, j] = a_ij of head h
+def attention_matrix(g: dgl.DGLGraph, a: torch.Tensor) -> torch.Tensor:
+    """Edge weights (E, H) -> per-head matrices (H, n, n) with A[h, i, j] = a_ij; 0 where no edge."""
+    A = torch.zeros(a.shape[1], g.num_nodes(), g.num_nodes())
+    e_src, e_dst = g.edges()
+    A[:, e_dst, e_src] = a.T
+    return A
+
+
+A = attention_matrix(g, a_mp)
 A_ref = torch.softmax(to_sdpa_layout(q)[0] @ to_sdpa_layout(k)[0].transpose(-1, -2) / d_h**0.5, dim=-1)
 assert torch.allclose(A, A_ref, atol=TOL)
 print("head 0 attention matrix, rebuilt from the edge weights (rows sum to 1):")
@@ -201,12 +208,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 full = dgl.graph(complete_edges(n_tree), num_nodes=n_tree)
 fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
 for ax, (title, graph) in zip(axes, (("complete graph", full), ("ListOps parse tree", tree))):
-    _, weights = attention_by_message_passing(graph, q, k, v)
-    matrix = torch.zeros(n_tree, n_tree)
-    e_src, e_dst = graph.edges()
-    matrix[e_dst, e_src] = weights[:, 0]  # row i: the weights of the edges entering token i
+    matrix = attention_matrix(graph, attention_by_message_passing(graph, q, k, v)[1])[0]  # head 0
     assert torch.allclose(matrix.sum(1), torch.ones(n_tree), atol=TOL)  # a softmax per receiving node
-    assert (matrix[~mask] == 0).all() or graph is full  # off the tree, nothing
+    if graph is tree:
+        assert (matrix[~mask] == 0).all()  # off the tree, nothing
     ax.imshow(matrix, cmap="viridis", vmin=0, vmax=1)
     ax.set_xticks(range(n_tree), tokens, rotation=90)
     ax.set_yticks(range(n_tree), tokens)

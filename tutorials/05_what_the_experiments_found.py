@@ -48,6 +48,8 @@ import tempfile  # noqa: E402
 import yaml  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 
+from tools.essay import EXPERIMENTS as ESSAY  # noqa: E402
+
 EXPERIMENTS = sorted((ROOT / "conf" / "experiment").glob("*.yaml"))
 print(f"{len(EXPERIMENTS)} experiment configs in conf/experiment/")
 
@@ -61,19 +63,8 @@ print(f"{len(EXPERIMENTS)} experiment configs in conf/experiment/")
 # the complete-graph Transformer matches the published 57.4%); `make essay` runs them all and scores
 # every comparison, `make essay SMALL=1` does the same on 2k expressions in under an hour.
 
+
 # %%
-ESSAY = [
-    "graph_choice",
-    "graph_choice_depth",
-    "neural_syntax",
-    "heads",
-    "aggregation",
-    "positional",
-    "training",
-    "training_lr",
-]
-
-
 def header(path: Path) -> list[str]:
     """The leading comment of a config, without Hydra's ``# @package`` directive."""
     lines = []
@@ -85,7 +76,7 @@ def header(path: Path) -> list[str]:
     return lines
 
 
-for name in ESSAY:
+for name in ESSAY:  # the essay experiments, as tools/essay.py lists them
     path = ROOT / "conf" / "experiment" / f"{name}.yaml"
     cfg = yaml.safe_load(path.read_text()) or {}
     print(f"=== experiment={name}")
