@@ -179,3 +179,16 @@ def test_hash_is_cached_by_path_size_and_mtime(tmp_path):
 def test_bad_shapes_are_refused():
     with pytest.raises(ValueError, match=r"weights \[V, D\] and found \[V\] expected"):
         G.GloVeEmbedding(torch.zeros(3, 50), torch.zeros(4, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("freeze", [True, False])
+def test_state_dict_round_trip(glove, freeze):
+    """A checkpoint restores every row: a module built with other random rows takes the saved ones."""
+    vocab = [*SPECIALS, "the", "zqxvbnmq"]
+    saved, _ = G.GloVeEmbedding.from_vocab(vocab, freeze=freeze, hidden_dim=8, glove=glove)
+    _step(saved, torch.tensor([[0, 4, 5]]))
+    fresh, _ = G.GloVeEmbedding.from_vocab(vocab, freeze=freeze, hidden_dim=8, glove=glove)
+    assert not torch.equal(fresh.table(), saved.table())
+    fresh.load_state_dict(saved.state_dict())
+    ids = torch.tensor([[0, 1, 4, 5]])
+    assert torch.equal(fresh(ids), saved(ids)) and torch.equal(fresh.found, saved.found)
