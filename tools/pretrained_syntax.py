@@ -358,9 +358,7 @@ def head_tree_uas(word_attns: Sequence[np.ndarray], sentences: Sequence[Mapping]
     return {m: {"uas": t[0] / max(1, t[1, 0, 0]), "uuas": t[2] / max(1, t[3, 0, 0])} for m, t in out.items()}
 
 
-def choose_trees(
-    val_attns, val_sents, test_attns, test_sents, modes=TREE_MODES, top_ks=TOP_KS, seed: int = 0
-) -> dict:
+def choose_trees(val_attns, val_sents, test_attns, test_sents, modes=TREE_MODES, top_ks=TOP_KS, seed: int = 0) -> dict:
     """Trees decoded from attention, every choice on val by UUAS, UAS/UUAS on test:
     ``best_head``: the single (layer, head, mode); ``top_k``: for each mode, the mean word-level attention
     of the k heads with the best val UUAS in that mode, (mode, k) chosen on val; and the baselines."""
@@ -368,7 +366,8 @@ def choose_trees(
     L, H = val_attns[0].shape[:2]
     cands = {(m, ly, hd): float(val[m]["uuas"][ly, hd]) for m in modes for ly in range(L) for hd in range(H)}
     (m, ly, hd), test_best, best_val = choose_on(
-        cands, lambda key: _uas((max_arborescence(tree_scores(W[key[1], key[2]], key[0])) for W in test_attns), test_sents)
+        cands,
+        lambda key: _uas((max_arborescence(tree_scores(W[key[1], key[2]], key[0])) for W in test_attns), test_sents),
     )
     out = {
         "chosen_on": "val",
@@ -376,7 +375,8 @@ def choose_trees(
         "best_head": {"head": head_name((ly, hd)), "mode": m, "val_uuas": best_val, **test_best},
     }
     ranked = {
-        mode: sorted(((a, b) for a in range(L) for b in range(H)), key=lambda k: -val[mode]["uuas"][k]) for mode in modes
+        mode: sorted(((a, b) for a in range(L) for b in range(H)), key=lambda k: -val[mode]["uuas"][k])
+        for mode in modes
     }
     ks = [k for k in top_ks if k <= L * H]
 
@@ -470,7 +470,8 @@ def sister_table(val: dict, test: dict, offsets=OFFSETS) -> dict:
     key, mass, vmass = choose_on(_grid(val["mass"] / val["n"]), _grid(test["mass"] / test["n"]))
     hkey, acc, vacc = choose_on(_grid(val["hits"] / val["n"]), _grid(test["hits"] / test["n"]))
     k, off_acc, voff = choose_on(
-        dict(zip(offsets, (val["offsets"] / val["n"]).tolist())), dict(zip(offsets, (test["offsets"] / test["n"]).tolist()))
+        dict(zip(offsets, (val["offsets"] / val["n"]).tolist())),
+        dict(zip(offsets, (test["offsets"] / test["n"]).tolist())),
     )
     return {
         "n": test["n"],
@@ -549,7 +550,9 @@ def analyse(
     }
     if all("parent" in s for s in list(sentences_val) + list(sentences_test)):
         out["sister"] = sister_table(
-            sister_tallies(val_attns, sentences_val, offsets), sister_tallies(test_attns, sentences_test, offsets), offsets
+            sister_tallies(val_attns, sentences_val, offsets),
+            sister_tallies(test_attns, sentences_test, offsets),
+            offsets,
         )
     return out
 
@@ -571,10 +574,14 @@ def format_report(r: dict) -> str:
         )
     t = r["trees"]
     lines += ["", "| tree | UAS | UUAS |", "|---|---|---|"]
-    lines.append(f"| best head {t['best_head']['head']} ({t['best_head']['mode']}) | {t['best_head']['uas']:.1%} "
-                 f"| {t['best_head']['uuas']:.1%} |")
-    lines.append(f"| mean of top {t['top_k']['k']} heads ({t['top_k']['mode']}) | {t['top_k']['uas']:.1%} "
-                 f"| {t['top_k']['uuas']:.1%} |")
+    lines.append(
+        f"| best head {t['best_head']['head']} ({t['best_head']['mode']}) | {t['best_head']['uas']:.1%} "
+        f"| {t['best_head']['uuas']:.1%} |"
+    )
+    lines.append(
+        f"| mean of top {t['top_k']['k']} heads ({t['top_k']['mode']}) | {t['top_k']['uas']:.1%} "
+        f"| {t['top_k']['uuas']:.1%} |"
+    )
     for name, b in t["baselines"].items():
         lines.append(f"| {name.replace('_', '-')} | {b['uas']:.1%} | {b['uuas']:.1%} |")
     lines += ["", "| layer | [CLS] | [SEP] | self | other |", "|---|---|---|---|---|"]
@@ -610,8 +617,13 @@ def plot_relations(r: dict, path: Path) -> Path:
     ax.bar(x + 0.2, off, 0.4, yerr=noise, capsize=2, label="best offset (chosen on val) ± noise")
     for i, k in enumerate(rels):
         label = f"{r['relations'][k]['head']}\n{r['relations'][k]['offset']:+d}"
-        ax.text(x[i], max(head[i], off[i]) + 0.04, ("* " if r["relations"][k]["finds"] else "") + label,
-                ha="center", fontsize=6)
+        ax.text(
+            x[i],
+            max(head[i], off[i]) + 0.04,
+            ("* " if r["relations"][k]["finds"] else "") + label,
+            ha="center",
+            fontsize=6,
+        )
     ax.set_xticks(x, [f"{k}\n(n={r['relations'][k]['n']})" for k in rels], fontsize=7)
     ax.set(ylim=(0, 1.15), ylabel="test accuracy")
     ax.legend(fontsize=7, loc="upper right")
