@@ -322,3 +322,23 @@ def test_load_sst_matches_the_datasets_parse(tmp_path):
 def test_cli_refuses_an_unwired_model(capsys):
     assert ps.main(["--model", "minilm", "--max-sentences", "2"]) == 2
     assert "not wired yet" in capsys.readouterr().err
+
+
+def test_analyse_reports_the_val_choice_even_where_test_prefers_another_head():
+    """Val's syntax head is 1-2, test's is 2-3: every row must name 1-2, with 1-2's (poor) test score."""
+    val, test = _treebank(40, 5), _treebank(60, 6)
+    on_val, on_test = _planted_fn(val, layer=0, head=1), _planted_fn(test, layer=1, head=2)
+    val_words = {tuple(s["words"]) for s in val}
+    r = ps.analyse(
+        lambda w: on_val(w) if tuple(w) in val_words else on_test(w),
+        val,
+        test,
+        min_n=20,
+        top_ks=(1,),
+        tree_modes=("d2h",),
+    )
+    for rel in ("nsubj", "dobj", ps.ALL):
+        row = r["relations"][rel]
+        assert row["head"] == "1-2" and row["to_head"]["val_acc"] == 1.0 and row["acc"] < 0.5, (rel, row)
+    assert r["trees"]["best_head"]["head"] == "1-2" and r["trees"]["best_head"]["uas"] < 0.5
+    assert r["trees"]["top_k"]["heads"] == ["1-2"]
