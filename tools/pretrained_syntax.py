@@ -1,0 +1,756 @@
+"""Which heads of a pretrained Transformer find the parse? Clark et al. (2019), *What Does BERT Look At?*,
+measured on SST with spaCy's dependency parse of the treebank's own tokens (Clark used gold Stanford
+dependencies on WSJ) and SST's gold constituency trees.
+
+The analysis takes any model through one injected function,
+``attention_fn(words) -> (A, word_of_piece)``: ``A`` is the piece-level attention ``[L, H, P, P]`` (row =
+the attending piece, each row sums to 1 over all P pieces, ``[CLS]`` and ``[SEP]`` included) and
+``word_of_piece[p]`` the word index of piece p, -1 for ``[CLS]`` (the first piece) and ``[SEP]``.
+
+Definitions (every choice of head, offset, tree decoder or k is made on the VAL split, SST dev, and
+reported on TEST):
+
+* word-level attention (:func:`word_attention`): attention *to* a split word is the sum over its pieces,
+  attention *from* a split word the mean over its pieces; ``[CLS]``/``[SEP]`` leave the word matrix and
+  their shares are returned beside it.
+* relation accuracy (:func:`relation_tallies`): see :func:`predictions`; the sentence's root word (spaCy
+  label ``ROOT``) has no head word and is left out of every row, "all" included.
+* fixed offsets: "the head of word d is word d + k", k in +-1..+-12; a prediction outside the sentence is
+  wrong. The same pair (d, h) is hit by offset k in both directions, so one offset row serves both.
+* a head "finds" a relation (:func:`finds`) only where it beats the offset by more than the binomial noise.
+* trees (:func:`max_arborescence`): Chu-Liu/Edmonds on word-level attention, root free (see there).
+
+    python -m tools.pretrained_syntax --model random --max-sentences 50 --out /tmp/ps   # a fake model
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from tools.attention_syntax import OFFSETS, sister_pairs
+
+ALL = "all relations"
+TREE_MODES = ("d2h", "h2d", "sym")  # dependent row -> head column | head row -> dependent column | their sum
+TOP_KS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 36, 48, 72)
+ROOT_NOTE = (
+    "attention scores no root, so the decoder's root is free: a virtual ROOT node links to every word "
+    "with one equal, very low weight, so the maximum arborescence uses exactly one root link and the root "
+    "is the word whose tree scores best; UAS counts the root word right when it is the gold root"
+)
+
+AttentionFn = Callable[[list[str]], tuple[np.ndarray, list[int]]]
+
+
+# ------------------------------------------------------------------------------------------------
+# 1. pieces -> words
+# ------------------------------------------------------------------------------------------------
+def word_attention(A: np.ndarray, word_of_piece: Sequence[int], n_words: int):
+    """``(W [..., n, n], to_cls [..., n], to_sep [..., n])`` from piece-level ``A [..., P, P]``.
+
+    ``W[.., i, j]``: the attention from word i to word j = the mean over i's pieces (rows) of the sum over
+    j's pieces (columns), Clark et al.'s convention. ``to_cls`` / ``to_sep``: the same for the ``[CLS]``
+    and ``[SEP]`` columns (the -1 piece at position 0 is ``[CLS]``, every other -1 piece ``[SEP]``).
+    Rows of W plus the two shares sum to what the piece rows summed to (1 for softmax attention)."""
+    A = np.asarray(A, dtype=np.float64)
+    wop = np.asarray(word_of_piece)
+    P = len(wop)
+    if A.shape[-2:] != (P, P):
+        raise ValueError(f"attention is {A.shape[-2:]} per head but there are {P} pieces in word_of_piece")
+    counts = np.bincount(wop[wop >= 0], minlength=n_words)
+    if len(counts) != n_words or (counts == 0).any():
+        raise ValueError(f"word_of_piece must give every word 0..{n_words - 1} at least one piece: {list(wop)}")
+    member = np.zeros((P, n_words))
+    member[np.flatnonzero(wop >= 0), wop[wop >= 0]] = 1.0
+    mean_rows = member / counts  # (P, n): averages the rows of a word's pieces
+    to_words = A @ member  # (..., P, n): summed over each word's pieces
+    W = np.swapaxes(mean_rows, 0, 1) @ to_words
+    special = np.flatnonzero(wop < 0)
+    cls_cols = [p for p in special if p == 0]
+    sep_cols = [p for p in special if p != 0]
+    to_cls = np.swapaxes(mean_rows, 0, 1) @ A[..., cls_cols].sum(-1)[..., None]
+    to_sep = np.swapaxes(mean_rows, 0, 1) @ A[..., sep_cols].sum(-1)[..., None]
+    return W, to_cls[..., 0], to_sep[..., 0]
+
+
+# ------------------------------------------------------------------------------------------------
+# 2. relations, offsets, the choice rule
+# ------------------------------------------------------------------------------------------------
+def predictions(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(to_head, to_dependent)``, each ``[..., n]`` word indices, from word-level attention ``W [..., n, n]``.
+
+    * dependent -> head: the predicted head of word d is ``argmax_{j != d} W[d, j]``, the other word d
+      attends to most;
+    * head -> dependent (Clark et al.'s "transpose" direction): the predicted head of word d is
+      ``argmax_{j != d} W[j, d]``, the other word that attends most to d (column d of W). A head word
+      with several dependents can so get all of them right.
+
+    Self-attention is left out of both argmaxes and ``[CLS]``/``[SEP]`` are not words here; a tie goes to
+    the leftmost word (numpy's argmax; float attention practically never ties). A one-word sentence
+    predicts -1."""
+    n = W.shape[-1]
+    if n < 2:
+        return np.full(W.shape[:-1], -1), np.full(W.shape[:-1], -1)
+    masked = np.where(np.eye(n, dtype=bool), -np.inf, W)
+    return masked.argmax(-1), masked.argmax(-2)
+
+
+def relation_tallies(word_attns: Iterable[np.ndarray], sentences: Sequence[Mapping], offsets=OFFSETS) -> dict:
+    """Hit counts per relation over a split: ``{relation: {"n", "to_head" [L, H], "to_dependent" [L, H],
+    "offsets" [K]}}``, with the row ``ALL`` over every non-root word. ``word_attns[s]`` is sentence s's
+    ``[L, H, n, n]``; ``sentences[s]`` has ``heads`` (-1 at the root) and ``deps`` (spaCy labels)."""
+    out: dict[str, dict] = {}
+    offsets = np.asarray(offsets)
+    for W, sent in zip(word_attns, sentences):
+        heads, deps = np.asarray(sent["heads"]), list(sent["deps"])
+        if W.shape[-1] != len(heads):
+            raise ValueError(f"attention covers {W.shape[-1]} words but the sentence has {len(heads)}")
+        to_head, to_dep = predictions(W)
+        for d, h in enumerate(heads):
+            if h < 0:
+                continue
+            hit_head, hit_dep = to_head[..., d] == h, to_dep[..., d] == h
+            hit_off = d + offsets == h
+            for rel in (deps[d], ALL):
+                t = out.get(rel)
+                if t is None:
+                    t = out[rel] = {
+                        "n": 0,
+                        "to_head": np.zeros(W.shape[:-2]),
+                        "to_dependent": np.zeros(W.shape[:-2]),
+                        "offsets": np.zeros(len(offsets)),
+                    }
+                t["n"] += 1
+                t["to_head"] += hit_head
+                t["to_dependent"] += hit_dep
+                t["offsets"] += hit_off
+    return out
+
+
+def choose_on(val_scores: Mapping, test_scores: Mapping | Callable) -> tuple:
+    """``(key, test_score, val_score)``: the candidate with the best VAL score (the first in order on a
+    tie), reported with its TEST score. ``test_scores`` is a mapping over the same keys, or a function
+    of the chosen key (for scores too costly to compute for every candidate). Test scores never enter
+    the choice."""
+    if not val_scores:
+        raise ValueError("no candidates to choose from")
+    if isinstance(test_scores, Mapping):
+        missing = [k for k in val_scores if k not in test_scores]
+        if missing:
+            raise ValueError(f"candidates scored on val but not on test: {missing[:5]}")
+    best = max(val_scores, key=lambda k: val_scores[k])  # max keeps the first maximal key
+    test = test_scores[best] if isinstance(test_scores, Mapping) else test_scores(best)
+    return best, test, val_scores[best]
+
+
+def binomial_noise(acc: float, offset_acc: float, n: int) -> float:
+    """``2 * sqrt(p * (1 - p) / n)`` with ``p = (acc + offset_acc) / 2``, the pooled accuracy of the two
+    predictors on the same n test words: twice the binomial standard error of one accuracy at p."""
+    p = (acc + offset_acc) / 2
+    return 2 * math.sqrt(p * (1 - p) / n)
+
+
+def finds(acc: float, offset_acc: float, n: int) -> bool:
+    """A head finds a relation only where ``acc - offset_acc > binomial_noise(acc, offset_acc, n)``."""
+    return acc - offset_acc > binomial_noise(acc, offset_acc, n)
+
+
+def _grid(acc: np.ndarray) -> dict:
+    return {(ly, hd): float(acc[ly, hd]) for ly in range(acc.shape[0]) for hd in range(acc.shape[1])}
+
+
+def head_name(key: tuple[int, int]) -> str:
+    """``"layer-head"``, both 1-based (Clark et al.'s naming)."""
+    return f"{key[0] + 1}-{key[1] + 1}"
+
+
+def relation_table(val: dict, test: dict, min_n: int = 100, offsets=OFFSETS) -> dict:
+    """The per-relation rows for every relation with at least ``min_n`` test words (and any on val): the
+    best head per direction and the best offset, each chosen on val, with test accuracies."""
+    rows = {}
+    for rel, t in sorted(test.items(), key=lambda kv: -kv[1]["n"]):
+        v = val.get(rel)
+        if t["n"] < min_n or v is None or v["n"] == 0:
+            continue
+        row = {"n": t["n"], "n_val": v["n"], "chosen_on": "val"}
+        for direction in ("to_head", "to_dependent"):
+            key, acc, vacc = choose_on(_grid(v[direction] / v["n"]), _grid(t[direction] / t["n"]))
+            row[direction] = {"head": head_name(key), "acc": acc, "val_acc": vacc}
+        off = dict(zip(offsets, (t["offsets"] / t["n"]).tolist()))
+        k, off_acc, off_val = choose_on(dict(zip(offsets, (v["offsets"] / v["n"]).tolist())), off)
+        best = row["to_head"]
+        row.update(head=best["head"], acc=best["acc"], offset=int(k), offset_acc=off_acc, offset_val_acc=off_val)
+        row["noise"] = binomial_noise(best["acc"], off_acc, t["n"])
+        row["finds"] = finds(best["acc"], off_acc, t["n"])
+        row["finds_to_dependent"] = finds(row["to_dependent"]["acc"], off_acc, t["n"])
+        rows[rel] = row
+    return rows
+
+
+# ------------------------------------------------------------------------------------------------
+# 4. trees
+# ------------------------------------------------------------------------------------------------
+def _find_cycle(head: np.ndarray, root: int):
+    n = len(head)
+    color = np.zeros(n, dtype=int)  # 0 new, 1 on the current path, 2 done
+    for start in range(n):
+        path, v = [], start
+        while v != root and color[v] == 0:
+            color[v] = 1
+            path.append(v)
+            v = head[v]
+        if v != root and color[v] == 1:  # closed a cycle on this path
+            return path[path.index(v) :]
+        for u in path:
+            color[u] = 2
+    return None
+
+
+def _edmonds(S: np.ndarray, root: int) -> np.ndarray:
+    """Maximum arborescence rooted at ``root`` of the complete graph with arc weights ``S[d, h]`` (h -> d);
+    ``head[root] = -1``. Chu-Liu/Edmonds by recursive contraction of cycles."""
+    n = len(S)
+    M = S.copy()
+    np.fill_diagonal(M, -np.inf)
+    head = M.argmax(1)
+    head[root] = root
+    cycle = _find_cycle(head, root)
+    if cycle is None:
+        head[root] = -1
+        return head
+    in_cycle = np.zeros(n, dtype=bool)
+    in_cycle[cycle] = True
+    rest = np.flatnonzero(~in_cycle)  # the contracted graph: rest nodes, then the cycle node c = len(rest)
+    c = len(rest)
+    S2 = np.full((c + 1, c + 1), -np.inf)
+    S2[:c, :c] = S[np.ix_(rest, rest)]
+    cyc = np.array(cycle)
+    # entering the cycle at v from u: gain S[v, u] - S[v, head[v]] (v drops its cycle arc)
+    gain = S[np.ix_(cyc, rest)] - S[cyc, head[cyc]][:, None]  # (|C|, |rest|)
+    enter_at = gain.argmax(0)
+    S2[c, :c] = gain.max(0)
+    # leaving the cycle to w from its best node
+    out = S[np.ix_(rest, cyc)]  # (|rest|, |C|)
+    leave_from = out.argmax(1)
+    S2[:c, c] = out.max(1)
+    new_root = int(np.flatnonzero(rest == root)[0])
+    h2 = _edmonds(S2, new_root)
+    result = head.copy()
+    for i, w in enumerate(rest):
+        if w == root:
+            result[w] = -1
+        elif h2[i] == c:
+            result[w] = cyc[leave_from[i]]
+        else:
+            result[w] = rest[h2[i]]
+    u = h2[c]  # the contracted node's head, a rest node
+    result[cyc[enter_at[u]]] = rest[u]
+    return result
+
+
+def max_arborescence(scores: np.ndarray) -> list[int]:
+    """The maximum spanning arborescence over n words, ``scores[d, h]`` the weight of "h is d's head";
+    returns each word's head, -1 at the root. Root handling: a virtual ROOT node links to every word with
+    the same weight, lower than any tree's loss from dropping one arc, so exactly one word becomes root
+    and it is the root whose tree scores best (the root itself is not scored by attention)."""
+    S = np.asarray(scores, dtype=np.float64)
+    n = len(S)
+    if n == 0:
+        return []
+    if n == 1:
+        return [-1]
+    finite = S[~np.eye(n, dtype=bool)]
+    low = finite.min() - (n + 1) * (finite.max() - finite.min() + 1.0)
+    full = np.full((n + 1, n + 1), -np.inf)
+    full[1:, 1:] = S
+    full[1:, 0] = low
+    head = _edmonds(full, 0)[1:]
+    return [int(h) - 1 for h in head]  # ROOT (0) -> -1, word k+1 -> k
+
+
+def tree_scores(W: np.ndarray, mode: str) -> np.ndarray:
+    """Arc scores ``[d, h]`` from one word-level attention matrix: ``d2h`` the dependent's attention to the
+    head (W), ``h2d`` the head's attention to the dependent (W transposed), ``sym`` their sum."""
+    if mode == "d2h":
+        return W
+    if mode == "h2d":
+        return np.swapaxes(W, -1, -2)
+    if mode == "sym":
+        return W + np.swapaxes(W, -1, -2)
+    raise ValueError(f"unknown tree mode {mode!r}; valid: {', '.join(TREE_MODES)}")
+
+
+def attachment(pred: Sequence[int], gold: Sequence[int]) -> tuple[int, int, int, int]:
+    """``(uas_hits, words, uuas_hits, edges)``: words whose predicted head (-1 root) is the gold one, and
+    gold undirected edges found in the predicted tree (both trees have n - 1 edges)."""
+    undirected = lambda hs: {frozenset((d, h)) for d, h in enumerate(hs) if h >= 0}  # noqa: E731
+    return (
+        sum(int(p == g) for p, g in zip(pred, gold)),
+        len(gold),
+        len(undirected(pred) & undirected(gold)),
+        sum(1 for g in gold if g >= 0),
+    )
+
+
+def right_branching(n: int) -> list[int]:
+    """Every word heads the next: word 0 is the root, head(i) = i - 1 (the tree branches to the right)."""
+    return [i - 1 for i in range(n)]
+
+
+def left_branching(n: int) -> list[int]:
+    """Every word heads the one before it: the last word is the root, head(i) = i + 1."""
+    return [i + 1 if i + 1 < n else -1 for i in range(n)]
+
+
+def random_tree(n: int, rng: np.random.Generator) -> list[int]:
+    """A uniformly random labelled tree over n words (a random Pruefer sequence), rooted at a uniformly
+    random word."""
+    if n <= 1:
+        return [-1] * n
+    adj: list[set] = [set() for _ in range(n)]
+    seq = list(rng.integers(0, n, size=n - 2))
+    degree = np.ones(n, dtype=int)
+    for v in seq:
+        degree[v] += 1
+    for v in seq:
+        leaf = int(np.flatnonzero(degree == 1)[0])
+        adj[leaf].add(int(v))
+        adj[int(v)].add(leaf)
+        degree[leaf] -= 1
+        degree[v] -= 1
+    u, w = np.flatnonzero(degree == 1)
+    adj[u].add(int(w))
+    adj[w].add(int(u))
+    root = int(rng.integers(n))
+    head, stack = [-2] * n, [root]
+    head[root] = -1
+    while stack:
+        v = stack.pop()
+        for k in adj[v]:
+            if head[k] == -2:
+                head[k] = v
+                stack.append(k)
+    return head
+
+
+def _uas(trees: Iterable[Sequence[int]], sentences: Sequence[Mapping]) -> dict:
+    tot = np.zeros(4)
+    for pred, sent in zip(trees, sentences):
+        tot += attachment(pred, sent["heads"])
+    return {"uas": tot[0] / max(1, tot[1]), "uuas": tot[2] / max(1, tot[3]), "words": int(tot[1]), "edges": int(tot[3])}
+
+
+def head_tree_uas(word_attns: Sequence[np.ndarray], sentences: Sequence[Mapping], modes=TREE_MODES) -> dict:
+    """``{mode: {"uuas" [L, H], "uas" [L, H]}}``: every head's decoded trees scored against the parse."""
+    L, H = word_attns[0].shape[:2]
+    out = {m: np.zeros((4, L, H)) for m in modes}
+    for W, sent in zip(word_attns, sentences):
+        for m in modes:
+            S = tree_scores(W, m)
+            for ly in range(L):
+                for hd in range(H):
+                    out[m][:, ly, hd] += attachment(max_arborescence(S[ly, hd]), sent["heads"])
+    return {m: {"uas": t[0] / max(1, t[1, 0, 0]), "uuas": t[2] / max(1, t[3, 0, 0])} for m, t in out.items()}
+
+
+def choose_trees(val_attns, val_sents, test_attns, test_sents, modes=TREE_MODES, top_ks=TOP_KS, seed: int = 0) -> dict:
+    """Trees decoded from attention, every choice on val by UUAS, UAS/UUAS on test:
+    ``best_head``: the single (layer, head, mode); ``top_k``: for each mode, the mean word-level attention
+    of the k heads with the best val UUAS in that mode, (mode, k) chosen on val; and the baselines."""
+    val = head_tree_uas(val_attns, val_sents, modes)
+    L, H = val_attns[0].shape[:2]
+    cands = {(m, ly, hd): float(val[m]["uuas"][ly, hd]) for m in modes for ly in range(L) for hd in range(H)}
+    (m, ly, hd), test_best, best_val = choose_on(
+        cands,
+        lambda key: _uas((max_arborescence(tree_scores(W[key[1], key[2]], key[0])) for W in test_attns), test_sents),
+    )
+    out = {
+        "chosen_on": "val",
+        "root": ROOT_NOTE,
+        "best_head": {"head": head_name((ly, hd)), "mode": m, "val_uuas": best_val, **test_best},
+    }
+    ranked = {
+        mode: sorted(((a, b) for a in range(L) for b in range(H)), key=lambda k: -val[mode]["uuas"][k])
+        for mode in modes
+    }
+    ks = [k for k in top_ks if k <= L * H]
+
+    def averaged(attns, mode, k):
+        idx = ranked[mode][:k]
+        rows, cols = [i for i, _ in idx], [j for _, j in idx]
+        return (max_arborescence(tree_scores(W[rows, cols].mean(0), mode)) for W in attns)
+
+    val_k = {(mode, k): _uas(averaged(val_attns, mode, k), val_sents)["uuas"] for mode in modes for k in ks}
+    (mode, k), test_k, kval = choose_on(val_k, lambda key: _uas(averaged(test_attns, *key), test_sents))
+    out["top_k"] = {
+        "mode": mode,
+        "k": k,
+        "heads": [head_name(h) for h in ranked[mode][:k]],
+        "val_uuas": kval,
+        "val_uuas_by_k": {f"{md}/{kk}": v for (md, kk), v in val_k.items()},
+        **test_k,
+    }
+    rng = np.random.default_rng(seed)
+    out["baselines"] = {
+        "right_branching": _uas((right_branching(len(s["heads"])) for s in test_sents), test_sents),
+        "left_branching": _uas((left_branching(len(s["heads"])) for s in test_sents), test_sents),
+        "random": {"seed": seed, **_uas((random_tree(len(s["heads"]), rng) for s in test_sents), test_sents)},
+    }
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# 5. where attention goes
+# ------------------------------------------------------------------------------------------------
+def sink_tallies(A: np.ndarray, word_of_piece: Sequence[int]) -> np.ndarray:
+    """``[L, 5]`` sums over heads and word pieces of one sentence's piece-level ``A [L, H, P, P]``: the
+    attention to ``[CLS]``, to ``[SEP]``, to the piece itself, to other pieces, and the row count. Rows
+    are the word pieces only (not ``[CLS]``/``[SEP]``), so the four shares are disjoint and sum to 1."""
+    wop = np.asarray(word_of_piece)
+    rows = np.flatnonzero(wop >= 0)
+    seps = [p for p in np.flatnonzero(wop < 0) if p != 0]
+    R = A[:, :, rows, :]  # (L, H, r, P)
+    cls = R[..., 0].sum((1, 2)) if wop[0] < 0 else np.zeros(A.shape[0])
+    sep = R[..., seps].sum((1, 2, 3))
+    self_ = R[:, :, np.arange(len(rows)), rows].sum((1, 2))
+    total = R.sum((1, 2, 3))
+    return np.stack([cls, sep, self_, total - cls - sep - self_, np.full(A.shape[0], A.shape[1] * len(rows))], 1)
+
+
+def sink_shares(tally: np.ndarray) -> list[dict]:
+    """Per layer (1-based) the shares of attention to ``[CLS]``, ``[SEP]``, self and other pieces,
+    averaged over heads and word pieces of the split."""
+    return [
+        {"layer": ly + 1, **{k: float(t[i] / t[4]) for i, k in enumerate(("cls", "sep", "self", "other"))}}
+        for ly, t in enumerate(tally)
+    ]
+
+
+# ------------------------------------------------------------------------------------------------
+# 6. the sister constituent in SST's gold tree
+# ------------------------------------------------------------------------------------------------
+def sister_tallies(word_attns, sentences, offsets=OFFSETS) -> dict:
+    """Over a split, with tools/attention_syntax.py's sister constituent (:func:`sister_pairs` on the
+    ``parent`` column): per head ``[L, H]`` the summed attention mass from each word onto its sister
+    constituent, the hits of "the most-attended other word lies in it", the uniform-attention mass
+    (sister size / sentence words), per offset the hits of "word i + k lies in it", and the word count."""
+    out = None
+    offsets = np.asarray(offsets)
+    for W, sent in zip(word_attns, sentences):
+        n = W.shape[-1]
+        sisters: dict[int, list[int]] = {}
+        for i, j in sister_pairs(sent["parent"], n):
+            sisters.setdefault(i, []).append(j)
+        if out is None:
+            out = {
+                "mass": np.zeros(W.shape[:-2]),
+                "hits": np.zeros(W.shape[:-2]),
+                "uniform": 0.0,
+                "offsets": np.zeros(len(offsets)),
+                "n": 0,
+            }
+        to_head, _ = predictions(W)
+        for i, js in sisters.items():
+            out["mass"] += W[..., i, js].sum(-1)
+            out["hits"] += np.isin(to_head[..., i], js)
+            out["uniform"] += len(js) / n
+            out["offsets"] += np.isin(i + offsets, js)
+            out["n"] += 1
+    return out
+
+
+def sister_table(val: dict, test: dict, offsets=OFFSETS) -> dict:
+    """The head with the most val sister mass, the head with the best val sister accuracy and the best
+    val offset, reported on test."""
+    key, mass, vmass = choose_on(_grid(val["mass"] / val["n"]), _grid(test["mass"] / test["n"]))
+    hkey, acc, vacc = choose_on(_grid(val["hits"] / val["n"]), _grid(test["hits"] / test["n"]))
+    k, off_acc, voff = choose_on(
+        dict(zip(offsets, (val["offsets"] / val["n"]).tolist())),
+        dict(zip(offsets, (test["offsets"] / test["n"]).tolist())),
+    )
+    return {
+        "n": test["n"],
+        "chosen_on": "val",
+        "mass_head": head_name(key),
+        "mass": mass,
+        "val_mass": vmass,
+        "uniform_mass": test["uniform"] / test["n"],
+        "acc_head": head_name(hkey),
+        "acc": acc,
+        "val_acc": vacc,
+        "offset": int(k),
+        "offset_acc": off_acc,
+        "noise": binomial_noise(acc, off_acc, test["n"]),
+        "finds": finds(acc, off_acc, test["n"]),
+    }
+
+
+# ------------------------------------------------------------------------------------------------
+# 7. the driver
+# ------------------------------------------------------------------------------------------------
+def _run_split(attention_fn: AttentionFn, sentences: Sequence[Mapping]):
+    """Word-level attention ``[L, H, n, n]`` (float32) per sentence and the split's sink tallies."""
+    attns, sinks = [], None
+    for sent in sentences:
+        A, wop = attention_fn(list(sent["words"]))
+        A = np.asarray(A, dtype=np.float64)
+        if A.ndim != 4:
+            raise ValueError(f"attention_fn must return A [layers, heads, pieces, pieces]; got shape {A.shape}")
+        W, _, _ = word_attention(A, wop, len(sent["words"]))
+        attns.append(W.astype(np.float32))
+        t = sink_tallies(A, wop)
+        sinks = t if sinks is None else sinks + t
+    return attns, sinks
+
+
+def analyse(
+    attention_fn: AttentionFn,
+    sentences_val: Sequence[Mapping],
+    sentences_test: Sequence[Mapping],
+    min_n: int = 100,
+    offsets=OFFSETS,
+    tree_modes=TREE_MODES,
+    top_ks=TOP_KS,
+    seed: int = 0,
+    model: str = "",
+) -> dict:
+    """The whole measurement. Sentences: ``{"words", "heads", "deps"}`` and, for the sister rows, ``parent``
+    (SST's gold tree, :func:`load_sst`). Every choice on ``sentences_val``, every number on
+    ``sentences_test``. Returns the json of docs/results/pretrained_syntax.json (see :func:`format_report`)."""
+    val_attns, _ = _run_split(attention_fn, sentences_val)
+    test_attns, test_sinks = _run_split(attention_fn, sentences_test)
+    offsets = list(offsets)
+    L, H = test_attns[0].shape[:2]
+    rel_val = relation_tallies(val_attns, sentences_val, offsets)
+    rel_test = relation_tallies(test_attns, sentences_test, offsets)
+    out = {
+        "model": model,
+        "layers": L,
+        "heads": H,
+        "sentences": {"val": len(sentences_val), "test": len(sentences_test)},
+        "chosen_on": "val",
+        "reported_on": "test",
+        "parse": "spaCy en_core_web_sm dependency parse of the treebank's tokens (Clark et al.: gold Stanford "
+        "dependencies on WSJ); the root word is left out of every relation",
+        "min_n": min_n,
+        "offsets": offsets,
+        "relations": relation_table(rel_val, rel_test, min_n, offsets),
+        "per_head_test": {
+            rel: {d: (t[d] / t["n"]).tolist() for d in ("to_head", "to_dependent")}
+            for rel, t in rel_test.items()
+            if t["n"] >= min_n
+        },
+        "trees": choose_trees(val_attns, sentences_val, test_attns, sentences_test, tree_modes, top_ks, seed),
+        "attention_sinks": sink_shares(test_sinks),
+    }
+    if all("parent" in s for s in list(sentences_val) + list(sentences_test)):
+        out["sister"] = sister_table(
+            sister_tallies(val_attns, sentences_val, offsets),
+            sister_tallies(test_attns, sentences_test, offsets),
+            offsets,
+        )
+    return out
+
+
+def format_report(r: dict) -> str:
+    """The markdown table of the relations, the trees and the sinks."""
+    lines = [
+        f"{r['model']}: heads and offsets chosen on val ({r['sentences']['val']} sentences), "
+        f"reported on test ({r['sentences']['test']}); {r['parse']}.",
+        "",
+        "| relation | n | best head (dep->head) | acc | best offset | acc | noise | finds | head->dep head | acc |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for rel, row in r["relations"].items():
+        td = row["to_dependent"]
+        lines.append(
+            f"| {rel} | {row['n']} | {row['head']} | {row['acc']:.1%} | {row['offset']:+d} | {row['offset_acc']:.1%} "
+            f"| {row['noise']:.1%} | {'yes' if row['finds'] else 'no'} | {td['head']} | {td['acc']:.1%} |"
+        )
+    t = r["trees"]
+    lines += ["", "| tree | UAS | UUAS |", "|---|---|---|"]
+    lines.append(
+        f"| best head {t['best_head']['head']} ({t['best_head']['mode']}) | {t['best_head']['uas']:.1%} "
+        f"| {t['best_head']['uuas']:.1%} |"
+    )
+    lines.append(
+        f"| mean of top {t['top_k']['k']} heads ({t['top_k']['mode']}) | {t['top_k']['uas']:.1%} "
+        f"| {t['top_k']['uuas']:.1%} |"
+    )
+    for name, b in t["baselines"].items():
+        lines.append(f"| {name.replace('_', '-')} | {b['uas']:.1%} | {b['uuas']:.1%} |")
+    lines += ["", "| layer | [CLS] | [SEP] | self | other |", "|---|---|---|---|---|"]
+    for s in r["attention_sinks"]:
+        lines.append(f"| {s['layer']} | {s['cls']:.1%} | {s['sep']:.1%} | {s['self']:.1%} | {s['other']:.1%} |")
+    if "sister" in r:
+        s = r["sister"]
+        lines += [
+            "",
+            f"sister constituent (gold tree, {s['n']} words): most mass head {s['mass_head']} {s['mass']:.1%} "
+            f"(uniform {s['uniform_mass']:.1%}); best head {s['acc_head']} {s['acc']:.1%} vs offset "
+            f"{s['offset']:+d} {s['offset_acc']:.1%} (noise {s['noise']:.1%})",
+        ]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------------
+# plots
+# ------------------------------------------------------------------------------------------------
+def plot_relations(r: dict, path: Path) -> Path:
+    """Per relation: the best head's test accuracy (dependent -> head) beside the best offset's, the noise
+    threshold as an error bar on the offset; a star where the head finds the relation."""
+    from tools.common import pyplot
+
+    plt = pyplot()
+    rels = list(r["relations"])
+    x = np.arange(len(rels))
+    head = [r["relations"][k]["acc"] for k in rels]
+    off = [r["relations"][k]["offset_acc"] for k in rels]
+    noise = [r["relations"][k]["noise"] for k in rels]
+    fig, ax = plt.subplots(figsize=(max(5, 0.55 * len(rels) + 2), 3.6))
+    ax.bar(x - 0.2, head, 0.4, label="best head (chosen on val)")
+    ax.bar(x + 0.2, off, 0.4, yerr=noise, capsize=2, label="best offset (chosen on val) ± noise")
+    for i, k in enumerate(rels):
+        label = f"{r['relations'][k]['head']}\n{r['relations'][k]['offset']:+d}"
+        ax.text(
+            x[i],
+            max(head[i], off[i]) + 0.04,
+            ("* " if r["relations"][k]["finds"] else "") + label,
+            ha="center",
+            fontsize=6,
+        )
+    ax.set_xticks(x, [f"{k}\n(n={r['relations'][k]['n']})" for k in rels], fontsize=7)
+    ax.set(ylim=(0, 1.15), ylabel="test accuracy")
+    ax.legend(fontsize=7, loc="upper right")
+    ax.set_title(f"{r['model']}: most-attended word = dependency head (* beyond noise)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_sentence(
+    r: dict, attention_fn: AttentionFn, sentence: Mapping, path: Path, relations=("det", "nsubj", "dobj")
+) -> Path:
+    """One sentence: its dependency arcs above the words, and below them, per relation, the attention of
+    that relation's best head (dependent -> head, chosen on val) from each word, line width ~ weight."""
+    from tools.common import pyplot
+
+    plt = pyplot()
+    rels = [k for k in relations if k in r["relations"]]
+    A, wop = attention_fn(list(sentence["words"]))
+    W, _, _ = word_attention(np.asarray(A, dtype=np.float64), wop, len(sentence["words"]))
+    words, heads = sentence["words"], sentence["heads"]
+    fig, axes = plt.subplots(len(rels) + 1, 1, figsize=(max(6, 0.6 * len(words)), 1.6 * (len(rels) + 1)))
+    axes = np.atleast_1d(axes)
+
+    def arc(ax, a, b, weight, color, up=True):
+        t = np.linspace(0, np.pi, 30)
+        mid, rad = (a + b) / 2, abs(b - a) / 2
+        y = np.sin(t) * (0.3 + 0.1 * rad) * (1 if up else -1)
+        ax.plot(mid + rad * np.cos(t), y, color=color, lw=0.3 + 3 * weight, alpha=min(1.0, 0.2 + weight))
+
+    for ax in axes:
+        ax.set_xticks(range(len(words)), words, fontsize=7, rotation=30)
+        ax.set_yticks([])
+        ax.set_xlim(-0.5, len(words) - 0.5)
+        for side in ("top", "right", "left"):
+            ax.spines[side].set_visible(False)
+    for d, h in enumerate(heads):
+        if h >= 0:
+            arc(axes[0], d, h, 0.5, "k")
+            axes[0].text((d + h) / 2, 0.05, sentence["deps"][d], fontsize=6, ha="center")
+    axes[0].set_title("spaCy dependency arcs", fontsize=8)
+    for ax, rel in zip(axes[1:], rels):
+        ly, hd = (int(v) - 1 for v in r["relations"][rel]["head"].split("-"))
+        for d in range(len(words)):
+            for j in range(len(words)):
+                if j != d and W[ly, hd, d, j] > 0.05:
+                    gold = heads[d] == j and sentence["deps"][d] == rel
+                    arc(ax, d, j, float(W[ly, hd, d, j]), "tab:red" if gold else "tab:blue", up=False)
+        ax.set_title(f"{rel}: head {r['relations'][rel]['head']} (red: a gold {rel} arc)", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+# ------------------------------------------------------------------------------------------------
+# data and the command
+# ------------------------------------------------------------------------------------------------
+def load_sst(data_dir: str | Path, split: str, nlp=None, max_sentences: int | None = None) -> list[dict]:
+    """SST's ``dev``/``test`` trees as ``{"words", "heads", "deps", "parent"}``: the treebank's tokens
+    (PTB escapes undone, as data/text.py feeds them to the parser), spaCy's parse of them as given, and
+    the gold constituency tree."""
+    from spacy.tokens import Doc
+
+    from data.corpora import read_sst
+    from data.text import LOCAL_FILES, load_parser, unescape_ptb
+
+    files = LOCAL_FILES["sst"]
+    if split not in files:
+        raise ValueError(f"unknown split {split!r}; valid: {', '.join(files)}")
+    trees = read_sst(Path(data_dir) / files[split])[:max_sentences]
+    nlp = nlp or load_parser()
+    words = [[unescape_ptb(t) for t in tree["tokens"]] for tree in trees]
+    out = []
+    for tree, ws, doc in zip(trees, words, nlp.pipe(Doc(nlp.vocab, words=w) for w in words)):
+        heads = [-1 if t.head.i == t.i else t.head.i for t in doc]
+        out.append({"words": ws, "heads": heads, "deps": [t.dep_ for t in doc], "parent": tree["parent"]})
+    return out
+
+
+def random_attention_fn(layers: int = 2, heads: int = 3, seed: int = 0) -> AttentionFn:
+    """A stand-in model for development: words of more than 4 characters split into two pieces,
+    ``[CLS]``/``[SEP]`` around them, attention rows drawn from a Dirichlet (row-stochastic), seeded by
+    the sentence."""
+
+    def fn(words: list[str]):
+        wop = [-1] + [w for w, word in enumerate(words) for _ in range(1 + (len(word) > 4))] + [-1]
+        rng = np.random.default_rng([seed, len(words), sum(map(len, words))])
+        A = rng.dirichlet(np.ones(len(wop)), size=(layers, heads, len(wop)))
+        return A, wop
+
+    return fn
+
+
+def model_attention_fn(name: str) -> AttentionFn:
+    if name == "random":
+        return random_attention_fn(layers=6, heads=12)
+    raise ValueError(f"--model {name}: not wired yet; valid: random (minilm comes with models/minilm.py, issue 24)")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="random", help="random (a fake model, for development)")
+    parser.add_argument("--data-dir", default="../shared/data/sst", help="the folder with SST's dev.txt and test.txt")
+    parser.add_argument("--max-sentences", type=int, default=None, help="per split (default: all)")
+    parser.add_argument("--min-n", type=int, default=100, help="relations with at least this many test words")
+    parser.add_argument("--out", default="docs/results", help="where pretrained_syntax.json and the figures go")
+    args = parser.parse_args(argv)
+    try:
+        from engine.io import write_json
+
+        fn = model_attention_fn(args.model)
+        val, test = (load_sst(args.data_dir, s, max_sentences=args.max_sentences) for s in ("val", "test"))
+        result = analyse(fn, val, test, min_n=args.min_n, model=args.model)
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(out / "pretrained_syntax.json", result)
+        print(format_report(result))
+        print(f"saved {plot_relations(result, out / 'pretrained_syntax_relations.png')}")
+        example = next((s for s in test if 8 <= len(s["words"]) <= 14), test[0])
+        print(f"saved {plot_sentence(result, fn, example, out / 'pretrained_syntax_example.png')}")
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
