@@ -10,11 +10,12 @@ ARGS    ?=
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
 
-$(VENV)/.installed: requirements.txt
+$(VENV)/.installed: requirements.txt requirements-nodeps.txt
 	@command -v $(PY) >/dev/null || { echo "error: $(PY) not found; install Python 3.11 or run 'make install PY=/path/to/python3.11'"; exit 1; }
 	$(PY) -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade "pip<25"
 	$(PYTHON) -m pip install --quiet -r requirements.txt
+	$(PYTHON) -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	$(PYTHON) -c "import dgl, torch; print('installed: dgl', dgl.__version__, '| torch', torch.__version__)"
 	@touch $@
 
