@@ -83,7 +83,9 @@ def read_config(folder: str | Path) -> dict:
     try:
         config = json.loads((folder / "config.json").read_text())
     except FileNotFoundError:
-        raise FileNotFoundError(f"no config.json in {folder}: reinstall the pretrained MiniLM with `make install`") from None
+        raise FileNotFoundError(
+            f"no config.json in {folder}: reinstall the pretrained MiniLM with `make install`"
+        ) from None
     pooling = folder / "1_Pooling" / "config.json"
     if pooling.is_file():
         pool = json.loads(pooling.read_text())
@@ -170,7 +172,9 @@ class MiniLMEncoder(nn.Module):
             dropout,
         )
         self.blocks = nn.ModuleList(
-            PostLNBlock(dim, int(config["num_attention_heads"]), int(config["intermediate_size"]), eps, dropout, attn_dropout)
+            PostLNBlock(
+                dim, int(config["num_attention_heads"]), int(config["intermediate_size"]), eps, dropout, attn_dropout
+            )
             for _ in range(int(config["num_hidden_layers"]))
         )
         self.head_dropout = nn.Dropout(dropout)
@@ -199,11 +203,15 @@ class MiniLMEncoder(nn.Module):
         params = dict(self.named_parameters())
         encoder_params = {k for k in params if not k.startswith("classifier.")}
         if encoder_params != set(ours):
-            raise RuntimeError(f"MiniLMEncoder's parameters do not match the BERT map: {sorted(encoder_params ^ set(ours))}")
+            raise RuntimeError(
+                f"MiniLMEncoder's parameters do not match the BERT map: {sorted(encoder_params ^ set(ours))}"
+            )
         with torch.no_grad():
             for mine, bert in ours.items():
                 if params[mine].shape != state[bert].shape:
-                    raise ValueError(f"{bert} has shape {tuple(state[bert].shape)}, expected {tuple(params[mine].shape)}")
+                    raise ValueError(
+                        f"{bert} has shape {tuple(state[bert].shape)}, expected {tuple(params[mine].shape)}"
+                    )
                 params[mine].copy_(state[bert])
 
     # ---- forward -------------------------------------------------------------------------------
