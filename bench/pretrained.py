@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import statistics
 import sys
 import time
@@ -158,13 +159,18 @@ def write_csv(path: Path, rows: list[dict]) -> None:
         writer.writerows(rows)
 
 
-def summary(impl_rows, graph_rows, machine: str, command: str) -> str:
+def summary(impl_rows, graph_rows, machine: str, command: str, load: str = "") -> str:
     lines = [
         "# The pretrained MiniLM: forward + backward, per implementation and graph",
         "",
         f"`{command}` on {machine}. Median of the timed repeats after a warm-up; one step = forward, "
         "mean pooling, loss = squared norm, backward. Each row's `max |diff|` is the check that the "
         "implementations compute the same thing (vs HF in the first table, sparse vs dense in the second).",
+        *(
+            [f"Load average of the machine (1 min) at start and end: {load}: other processes shared the cores."]
+            if load
+            else []
+        ),
         "",
         "## Same batch, complete graph",
         "",
@@ -226,6 +232,7 @@ def main(argv=None) -> int:
         print("error: --ns and --impl-n must lie in 3..512 (BERT has 512 positions)", file=sys.stderr)
         return 2
     torch.set_num_threads(args.threads)
+    load_start = os.getloadavg()[0]
     from transformers import BertModel
 
     model = build_minilm({"dropout": 0.0, "attn_dropout": 0.0, "normalize": False}, None).eval()
@@ -237,7 +244,8 @@ def main(argv=None) -> int:
     rows = [{"table": "implementations", "graph": "complete", **r} for r in impl_rows]
     write_csv(out / "pretrained.csv", rows + [{"table": "graphs", **r} for r in graph_rows])
     command = "python -m bench.pretrained " + " ".join(argv if argv is not None else sys.argv[1:])
-    (out / "pretrained.md").write_text(summary(impl_rows, graph_rows, machine_name(), command.strip()))
+    load = f"{load_start:.1f} and {os.getloadavg()[0]:.1f}"
+    (out / "pretrained.md").write_text(summary(impl_rows, graph_rows, machine_name(), command.strip(), load))
     print((out / "pretrained.md").read_text())
     bad = disagreements(impl_rows + graph_rows, args.tol)
     if bad:
