@@ -10,11 +10,12 @@ ARGS    ?=
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
 
-$(VENV)/.installed: requirements.txt
+$(VENV)/.installed: requirements.txt requirements-nodeps.txt
 	@command -v $(PY) >/dev/null || { echo "error: $(PY) not found; install Python 3.11 or run 'make install PY=/path/to/python3.11'"; exit 1; }
 	$(PY) -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade "pip<25"
 	$(PYTHON) -m pip install --quiet -r requirements.txt
+	$(PYTHON) -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	$(PYTHON) -c "import dgl, torch; print('installed: dgl', dgl.__version__, '| torch', torch.__version__)"
 	@touch $@
 
@@ -63,11 +64,12 @@ neural_syntax: install ## train Transformers on complete graphs (3 seeds), measu
 prune_heads: install ## prune the heads of experiment=heads' 8-head model (make experiment E=heads first)
 	$(PYTHON) -m tools.prune_heads multirun/heads/model.num_heads=8,seed=0 --out docs/results/prune_heads $(ARGS)
 
-bench: install ## the hardware lottery (sparse vs dense), the recursive models' step cost, cost as n grows -> bench/results/ (~20 min on 2 cores)
+bench: install ## the hardware lottery (sparse vs dense), the recursive models' step cost, cost as n grows, the pretrained MiniLM (DGL vs dense vs HF) -> bench/results/ (~25 min on 2 cores)
 	$(PYTHON) -m bench.hardware_lottery $(ARGS)
 	$(PYTHON) -m bench.padding
 	$(PYTHON) -m bench.recursive
 	$(PYTHON) -m bench.scaling
+	$(PYTHON) -m bench.pretrained
 
 notebooks: install ## tutorials/*.py -> tutorials/notebooks/*.ipynb, executed in .venv's kernel (outputs and figures in; not committed)
 	$(PYTHON) -m tools.site notebooks
