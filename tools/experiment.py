@@ -15,7 +15,8 @@ other into the experiment's sweep directory, and one table is made of them all:
 
 The table is ``python -m tools.results_table multirun/E`` into ``docs/results/E.md`` with its plots.
 ``experiment_then: <module> <args>`` runs one more analysis of the runs after it
-(``long_range.yaml``: ``tools.long_range``, which scores every run on longer expressions).
+(``long_range.yaml``: ``tools.long_range``, which scores every run on longer expressions); a list of
+such lines runs each in order (``neural_syntax.yaml``: the attention analysis of each seed).
 
 The essay experiments (``tools/essay.py``) select ``scale=full``; ``scale=small`` among the overrides
 runs the same grids smaller into ``multirun/small/E`` and ``docs/results/small/E.md`` (``{suite_dir}``
@@ -53,6 +54,15 @@ def grids_of(name: str) -> list[list[str]]:
     if not isinstance(grids, list) or not all(isinstance(g, str) for g in grids):
         raise SystemExit(f"error: conf/experiment/{name}.yaml: experiment_grids must be a list of override lines")
     return [shlex.split(g) for g in grids]
+
+
+def thens_of(name: str) -> list[str]:
+    """The analyses ``experiment_then`` names: one ``module args`` line or a list of them, run in order."""
+    then = read(name).get("experiment_then") or []
+    thens = [then] if isinstance(then, str) else then
+    if not isinstance(thens, list) or not all(isinstance(t, str) for t in thens):
+        raise SystemExit(f"error: conf/experiment/{name}.yaml: experiment_then must be a line or a list of lines")
+    return thens
 
 
 def suite_dir(overrides: list[str]) -> str:
@@ -101,8 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     table += [f"--curves=docs/figures/{name}_curves.png", f"--lengths=docs/figures/{name}_by_length.png"]
     if subprocess.call(table, cwd=ROOT):
         return 1
-    then = read(args.name).get("experiment_then")  # an analysis of the trained runs, e.g. tools.long_range
-    if then and not args.no_then:
+    for then in [] if args.no_then else thens_of(args.name):  # analyses of the trained runs, e.g. tools.long_range
         then = then.replace("{suite_dir}", prefix)
         print(f"then: python -m {then}", flush=True)
         if subprocess.call([sys.executable, "-m", *shlex.split(then)], cwd=ROOT):
