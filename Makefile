@@ -20,8 +20,9 @@ $(VENV)/.installed: requirements.txt
 
 install: $(VENV)/.installed ## create .venv with the pinned stack (CPU; ~5 min, ~6 GB)
 
-test: install ## run the fast test suite (CPU, < 10 min)
+test: install ## the docs against their evidence (tools.check_docs), then the fast test suite (CPU, < 10 min)
 	@$(PYTHON) -c "import dgl, torch; print('smoke: dgl', dgl.__version__, 'torch', torch.__version__)"
+	$(PYTHON) -m tools.check_docs
 	$(PYTHON) -m pytest -q -m "not slow" $(ARGS)
 
 test-all: install ## run every test, the slow ones too

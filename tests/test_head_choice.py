@@ -59,7 +59,9 @@ def test_the_command_line_defaults_to_choosing_on_validation(monkeypatch):
     assert seen == ["test"]  # the reported split first; the choice split next (stopped here)
     seen.clear()
     monkeypatch.setattr(attention_syntax, "analyse", lambda run, split, *a, **k: seen.append(split) or {"x": 1})
-    monkeypatch.setattr(attention_syntax, "choose_on", lambda chosen, reported, split: (_ for _ in ()).throw(ValueError(split)))
+    monkeypatch.setattr(
+        attention_syntax, "choose_on", lambda chosen, reported, split: (_ for _ in ()).throw(ValueError(split))
+    )
     assert attention_syntax.main(["some_run"]) == 2
     assert seen == ["test", "val"]
 

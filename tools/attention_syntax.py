@@ -426,7 +426,9 @@ def main(argv=None) -> int:
     parser = run_parser(__doc__, "syntax")
     parser.add_argument("--split", default="test", help="the split reported: train | val | test (default test)")
     parser.add_argument(
-        "--choose-on", default="val", help="the split the best head is chosen on (default val; = --split: no held-out choice)"
+        "--choose-on",
+        default="val",
+        help="the split the best head is chosen on (default val; = --split: no held-out choice)",
     )
     parser.add_argument("--max-examples", type=int, default=1000)
     parser.add_argument(

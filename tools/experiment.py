@@ -17,6 +17,8 @@ The table is ``python -m tools.results_table multirun/E`` into ``docs/results/E.
 ``experiment_then: <module> <args>`` runs one more analysis of the runs after it
 (``long_range.yaml``: ``tools.long_range``, which scores every run on longer expressions); a list of
 such lines runs each in order (``neural_syntax.yaml``: the attention analysis of each seed).
+``experiment_table: <path stem>`` sends the runs' table and plots elsewhere (``listops_best.yaml``: to its
+sweep directory), for an experiment whose committed table an ``experiment_then`` tool writes.
 
 The essay experiments (``tools/essay.py``) select ``scale=full``; ``scale=small`` among the overrides
 runs the same grids smaller into ``multirun/small/E`` and ``docs/results/small/E.md`` (``{suite_dir}``
@@ -107,8 +109,17 @@ def main(argv: list[str] | None = None) -> int:
         ["make", "experiment", f"E={args.name}", *([f"ARGS={' '.join(args.overrides)}"] if args.overrides else [])]
     )
     table = [sys.executable, "-m", "tools.results_table", f"multirun/{name}", f"--command={command}"]
-    table += [f"--out=docs/results/{name}.md", f"--plot=docs/figures/{name}_by_depth.png"]
-    table += [f"--curves=docs/figures/{name}_curves.png", f"--lengths=docs/figures/{name}_by_length.png"]
+    own = read(args.name).get("experiment_table")  # an experiment whose committed table another tool writes
+    results, figures = (
+        (own.replace("{suite_dir}", prefix), own.replace("{suite_dir}", prefix))
+        if own
+        else (
+            f"docs/results/{name}",
+            f"docs/figures/{name}",
+        )
+    )
+    table += [f"--out={results}.md", f"--plot={figures}_by_depth.png"]
+    table += [f"--curves={figures}_curves.png", f"--lengths={figures}_by_length.png"]
     if subprocess.call(table, cwd=ROOT):
         return 1
     for then in [] if args.no_then else thens_of(args.name):  # analyses of the trained runs, e.g. tools.long_range
