@@ -466,7 +466,7 @@ def test_experiment_runner_runs_every_grid_then_the_table(tmp_path, monkeypatch)
     for call, line in zip(calls, grids):
         assert call[:3] == ["train.py", "-m", "experiment=sst"] and call[3:] == line.split() + ["trainer.max_epochs=1"]
     assert calls[-1][:3] == ["-m", "tools.results_table", "multirun/sst"]
-    assert experiment.grids_of("listops_best") == [[]]  # no grids: one run or its own sweep
+    assert experiment.grids_of("listops_best") == [["seed=0,1,2"]]  # its 3 seeds, one grid
     calls.clear()  # an essay experiment: runs resume, scale=small goes to its own directories
     assert experiment.main(["heads", "scale=small"]) == 0
     assert calls[0][3:] == ["model.num_heads=1,2,4,8", "seed=0,1,2", "trainer.resume=auto", "scale=small"]
