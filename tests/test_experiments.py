@@ -511,7 +511,7 @@ def test_every_sweep_point_composes_and_passes_the_config_checks(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_every_experiment_runs_a_few_steps(name, tmp_path):
-    """Each experiment's whole sweep, shrunk to seconds per run (pytest -m slow; ~3 min in all)."""
+    """One run per grid line of each experiment (each key at its first value), shrunk to seconds (pytest -m slow)."""
     from tests.conftest import assert_breakdowns_match_test_acc, run_script
 
     def check(run_dir):  # a run too short to learn: its numbers must at least agree with one another
