@@ -313,5 +313,5 @@ print(f"(test set: {test_size} sentences, so one sentence moves the accuracy by 
 
 # %%
 print(
-    f"part 5 done: {len(CLAIMS) + 3} claims checked against docs/results/, tiny runs finished for {', '.join(results)}"
+    f"part 5 done: {len(CLAIMS) + held_out} claims checked against docs/results/, tiny runs finished for {', '.join(results)}"
 )
