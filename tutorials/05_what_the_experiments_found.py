@@ -202,11 +202,12 @@ fig.tight_layout()
 #   23.0 points without warmup, and warmup adds 9.6 to pre-LN; at lr 2e-3, pre vs post is no
 #   measurable difference (−0.7). On the complete graph sinusoidal positions beat the tree's
 #   Laplacian encoding by 3.1 points; on the tree they tie (0.0).
-# * **Attention and syntax.** In each of the three full-scale seeds, the Transformer's best head
-#   finds the parent more often than the best fixed offset, by at least 2.5 points.
+# * **Attention and syntax.** At full scale, the head chosen on validation finds the parent on test
+#   more often than the best fixed offset, by at least 3 points, in every seed whose `syntax.json` was
+#   made that way (seed 0; seeds 1 and 2 are still test-chosen files and are not counted).
 
 # %%
-PARENT_MARGIN, HELD_OUT_SEEDS = 0.0, 0  # set from the full-scale reruns below (docs/essay.md, neural_syntax)
+PARENT_MARGIN, HELD_OUT_SEEDS = 0.03, 1  # docs/essay.md, neural_syntax: seed 0's validation-chosen head, +3.7 points
 CLAIMS = [  # (suite, experiment, comparison, verdict, difference in points as the prose says it)
     ("full", "graph_choice", "transformer: tree - complete", "A higher", 9.1),
     ("full", "graph_choice", "gat: tree - complete", "A higher", 15.3),
