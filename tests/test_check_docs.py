@@ -129,3 +129,12 @@ def test_listops_best_experiment_keeps_the_committed_table(monkeypatch):
     assert not any("docs/" in arg for arg in table)
     assert sum(c[:2] == ["-m", "evaluate"] for c in calls) == 6
     assert calls[-1] == ["-m", "tools.listops_best", "--runs", "multirun/listops_best"]
+
+
+def test_an_experiment_whose_table_feeds_the_headline_rewrites_it(copy, monkeypatch):
+    _edit(copy / "docs" / "results" / "trec.md", "0.877 ± 0.025 (n=3)", "0.887 ± 0.025 (n=3)")  # as a rerun would
+    monkeypatch.setattr(experiment.subprocess, "call", lambda cmd, cwd=None: 0)
+    assert experiment.main(["trec", "--table-only"]) == 0
+    assert "Tree-LSTM on the dependency tree: 88.7 ± 2.5" in (copy / "README.md").read_text()
+    assert check_docs.check() == []
+    assert experiment.refresh_headline("docs/results/heads.md") == 0  # not in the headline: nothing to do

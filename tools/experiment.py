@@ -127,7 +127,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"then: python -m {then}", flush=True)
         if subprocess.call([sys.executable, "-m", *shlex.split(then)], cwd=ROOT):
             return 1
+    if refresh_headline(f"docs/results/{name}.md"):
+        return 1
     print(f"experiment {name}: {time.perf_counter() - start_all:.0f} s wall time", flush=True)
+    return 0
+
+
+def refresh_headline(table: str) -> int:
+    """Read README's headline numbers again when one comes from ``table`` (docs/results/headline.json)."""
+    from tools import check_docs
+
+    rows = check_docs.read_headline()["rows"]
+    if not any(spec["file"] == table for row in rows for spec in row["values"]):
+        return 0
+    try:
+        check_docs.write_headline()
+    except check_docs.Problem as e:
+        print(f"error: README's headline table: {e}")
+        return 1
+    print(f"README.md: headline table read again from {check_docs.HEADLINE}", flush=True)
     return 0
 
 
