@@ -21,8 +21,9 @@ $(VENV)/.installed: requirements.txt requirements-nodeps.txt
 
 install: $(VENV)/.installed ## create .venv with the pinned stack (CPU; ~5 min, ~6 GB)
 
-test: install ## run the fast test suite (CPU, < 10 min)
+test: install ## the docs against their evidence (tools.check_docs), then the fast test suite (CPU, < 10 min)
 	@$(PYTHON) -c "import dgl, torch; print('smoke: dgl', dgl.__version__, 'torch', torch.__version__)"
+	$(PYTHON) -m tools.check_docs
 	$(PYTHON) -m pytest -q -m "not slow" $(ARGS)
 
 test-all: install ## run every test, the slow ones too
@@ -48,10 +49,10 @@ experiment: install ## one experiment of conf/experiment/ (all its grids) -> doc
 	$(PYTHON) -m tools.experiment $(E) $(ARGS)
 
 SMALL ?=
-essay: install ## every essay experiment, then the answers -> docs/results/essay.md (~30 h on 2 cores); SMALL=1: < 1 h -> docs/results/small/
+essay: install ## every essay experiment, then the answers -> docs/results/essay.md (~26 h on 2 cores, an estimate: docs/essay.md "Compute"); SMALL=1: < 1 h -> docs/results/small/
 	$(if $(SMALL),OMP_NUM_THREADS=1) $(PYTHON) -m tools.essay $(if $(SMALL),scale=small cluster=joblib) $(ARGS)
 
-sweep: ## every model x graph on ListOps, 3 seeds (= make experiment E=graph_choice; ~9 h on 2 cores, SMALL: make essay SMALL=1)
+sweep: ## every model x graph on ListOps, 3 seeds (= make experiment E=graph_choice; ~8 CPU-hours, ~4 h on 2 cores, an estimate: docs/essay.md "Compute"; SMALL: make essay SMALL=1)
 	$(MAKE) --no-print-directory experiment E=graph_choice
 
 report: install ## tables, depth plot, training curves of any sweep: make report DIR=multirun/<sweep> -> DIR/results.md ...
@@ -66,7 +67,7 @@ prune_heads: install ## prune the heads of experiment=heads' 8-head model (make 
 
 bench: install ## the hardware lottery (sparse vs dense), the recursive models' step cost, cost as n grows, the pretrained MiniLM (DGL vs dense vs HF) -> bench/results/ (~25 min on 2 cores)
 	$(PYTHON) -m bench.hardware_lottery $(ARGS)
-	$(PYTHON) -m bench.padding
+	$(PYTHON) -m bench.padding > bench/results/padding.md
 	$(PYTHON) -m bench.recursive
 	$(PYTHON) -m bench.scaling
 	$(PYTHON) -m bench.pretrained
