@@ -906,10 +906,53 @@ def _pct(x) -> str:
     return "–" if x is None else f"{100 * x:.1f}"
 
 
+def _summary(main_r: dict, others: Sequence[dict]) -> list[str]:
+    """The page's reading of the numbers, every number taken from the results."""
+    rows = dict(sorted(main_r["relations"].items(), key=lambda kv: -kv[1]["n"]))
+
+    def cmp(rel):
+        row = rows[rel]
+        head, off = CLARK[rel]
+        return (
+            f"{rel} {_pct(row['acc'])} vs offset {_pct(row['offset_acc'])} (noise {_pct(row['noise'])}; "
+            f"Clark {head:.1f} vs {off:.1f})"
+        )
+
+    anchored = [rel for rel in CLARK if rel in rows]
+    found = [rel for rel in anchored if rows[rel]["finds"]]
+    missed = [rel for rel in anchored if not rows[rel]["finds"]]
+    below = [rel for rel in anchored if rows[rel]["acc"] < CLARK[rel][0] / 100]
+    sinks = main_r["attention_sinks"]
+    top_cls = max(sinks, key=lambda s: s["cls"])
+    out = [
+        "Reading (Clark et al.'s relations): "
+        + ("a head finds " + "; ".join(cmp(r) for r in found) + ". " if found else "")
+        + ("No head beats the offset beyond noise for " + "; ".join(cmp(r) for r in missed) + ". " if missed else "")
+        + f"{len(below)} of these {len(anchored)} rows score below BERT-base's best head"
+        + (f" ({', '.join(below)})." if below else "."),
+        "",
+        f"Attention sinks: MiniLM's word pieces send {_pct(min(s['cls'] for s in sinks[1:]))}-"
+        f"{_pct(top_cls['cls'])}% of their attention to `[CLS]` in layers 2-{len(sinks)} "
+        f"(most in layer {top_cls['layer']}) and at most {_pct(max(s['sep'] for s in sinks))}% to `[SEP]`: "
+        "the sink is `[CLS]` here, where Clark et al. found `[SEP]` in BERT-base.",
+    ]
+    for r in others:
+        rr = r["relations"]
+        beaten = sum(1 for row in rr.values() if row["acc"] < row["offset_acc"])
+        out += [
+            "",
+            f"{r.get('label', r['model'])} ({r['model']}): its best head is below the best offset on {beaten} of "
+            f"{len(rr)} relations ({ALL}: {_pct(rr[ALL]['acc'])} vs {_pct(rr[ALL]['offset_acc'])}); its trees "
+            f"score UUAS {_pct(r['trees']['best_head']['uuas'])} against a random tree's "
+            f"{_pct(r['trees']['baselines']['random']['uuas'])}.",
+        ]
+    return out
+
+
 def markdown(results: Sequence[dict], fine_tuned: str = NOT_RUN) -> str:
     """docs/results/pretrained_syntax.md from the json of each model (the first: the pretrained encoder)."""
     main_r, others = results[0], list(results[1:])
-    rel_rows = main_r["relations"]
+    rel_rows = dict(sorted(main_r["relations"].items(), key=lambda kv: -kv[1]["n"]))  # json keys come sorted
     cmds = "\n".join(r.get("command", "") for r in others) + "\n" + main_r.get("command", "")
     lines = [
         "# Which heads of a pretrained Transformer find the parse?",
@@ -920,11 +963,18 @@ def markdown(results: Sequence[dict], fine_tuned: str = NOT_RUN) -> str:
         cmds.strip(),
         "```",
         "",
+        "Wall time of each analysis (one thread, 2 shared cores): "
+        + ", ".join(f"{r.get('label', r['model'])} {r['seconds']:.0f} s" for r in [main_r, *others] if "seconds" in r)
+        + ". `make pretrained_syntax` first trains the from-scratch model if `SYNTAX_RUN` holds no checkpoint: "
+        "`python train.py experiment=sst graph=complete model=transformer seed=0 logger=none "
+        "hydra.run.dir=outputs/pretrained_syntax/sst_transformer_complete` (SST-5, 10 epochs, best epoch on dev).",
+        "",
         f"- Model: {main_r['model']}; {main_r['layers']} layers x {main_r['heads']} heads, full attention over "
         "`[CLS] pieces [SEP]`; word-level attention by Clark et al.'s rule (attention *to* a split word summed "
         "over its pieces, *from* it averaged).",
-        f"- Parse: {main_r['parse']}. Clark et al. used gold Stanford dependencies on the WSJ, so their numbers "
-        "(beside, as anchors) are not the same measurement.",
+        "- Parse: spaCy's `en_core_web_sm` dependency parse of the treebank's own tokens (the root word is left "
+        "out of every row). Clark et al. used gold Stanford dependencies on the WSJ, so their BERT-base numbers "
+        "(beside, as anchors) are not the same measurement: other text, other parses, a 12-layer model.",
         f"- Every choice (head, offset, tree decoder, k) on SST dev ({main_r['sentences']['val']} sentences), "
         f"every number on SST test ({main_r['sentences']['test']} sentences): `chosen_on: val` in the json.",
         "- Accuracy: how often the most-attended other word (dependent -> head) is the word's dependency head. "
@@ -949,6 +999,8 @@ def markdown(results: Sequence[dict], fine_tuned: str = NOT_RUN) -> str:
     lines += [
         "",
         f"Found beyond noise: {', '.join(found) if found else 'none'}.",
+        "",
+        *_summary(main_r, others),
         "",
         "![best head vs best offset per relation](../figures/pretrained_syntax_relations.png)",
         "",
