@@ -235,10 +235,15 @@ print(
 )
 
 # %% [markdown]
-# The committed figure: per relation, the best head against the best offset (a star where the head
-# finds the relation beyond noise).
-#
-# ![best head vs best offset](../docs/figures/pretrained_syntax_relations.png)
+# The committed figure (`docs/figures/pretrained_syntax_relations.png`): per relation, the best head
+# against the best offset (a star where the head finds the relation beyond noise).
+
+# %%
+figure = plt.imread(ROOT / "docs" / "figures" / "pretrained_syntax_relations.png")
+fig, ax = plt.subplots(figsize=(16, 16 * figure.shape[0] / figure.shape[1]))
+ax.imshow(figure)
+ax.axis("off")
+fig.tight_layout()
 
 # %% [markdown]
 # And on the sentence above: where do the determiners of the chosen det head look?
