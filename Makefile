@@ -5,7 +5,7 @@ PYTHON  := $(VENV)/bin/python
 ARGS    ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-all lint format train experiment essay sweep report neural_syntax sst_syntax prune_heads evaluate bench notebooks docs docs-check clean clean-cache
+.PHONY: help install test test-all lint format train experiment essay sweep report neural_syntax sst_syntax pretrained_syntax prune_heads evaluate bench notebooks docs docs-check clean clean-cache
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -92,3 +92,12 @@ sst_syntax: install ## does a complete-graph Transformer trained on SST find the
 	@for s in 0 1 2; do for t in gold dep; do \
 		$(PYTHON) -m tools.attention_syntax "multirun/sst/graph=complete,model=transformer,seed=$$s" --tree $$t \
 			--out docs/results/sst_syntax/seed$${s}_$$t || exit 1; done; done
+
+SYNTAX_RUN ?= outputs/pretrained_syntax/sst_transformer_complete
+pretrained_syntax: install ## which heads of pretrained MiniLM (and a from-scratch SST Transformer) find the parse -> docs/results/pretrained_syntax.{json,md} (~15 min)
+	test -f $(SYNTAX_RUN)/checkpoints/best.pt || OMP_NUM_THREADS=1 $(PYTHON) train.py experiment=sst graph=complete \
+		model=transformer seed=0 logger=none hydra.run.dir=$(SYNTAX_RUN)
+	$(PYTHON) -m tools.pretrained_syntax --checkpoint $(SYNTAX_RUN) --label from-scratch --name pretrained_syntax_scratch \
+		--out docs/results --figures docs/figures
+	$(PYTHON) -m tools.pretrained_syntax --model minilm --out docs/results --figures docs/figures \
+		--beside docs/results/pretrained_syntax_scratch.json --md docs/results/pretrained_syntax.md

@@ -319,9 +319,9 @@ def test_load_sst_matches_the_datasets_parse(tmp_path):
         ps.load_sst(tmp_path, "train2", nlp=nlp)
 
 
-def test_cli_refuses_an_unwired_model(capsys):
-    assert ps.main(["--model", "minilm", "--max-sentences", "2"]) == 2
-    assert "not wired yet" in capsys.readouterr().err
+def test_cli_refuses_an_unknown_model(capsys):
+    assert ps.main(["--model", "bert-large", "--max-sentences", "2"]) == 2
+    assert "unknown --model 'bert-large'; valid: minilm, random" in capsys.readouterr().err
 
 
 def test_analyse_reports_the_val_choice_even_where_test_prefers_another_head():
@@ -342,3 +342,121 @@ def test_analyse_reports_the_val_choice_even_where_test_prefers_another_head():
         assert row["head"] == "1-2" and row["to_head"]["val_acc"] == 1.0 and row["acc"] < 0.5, (rel, row)
     assert r["trees"]["best_head"]["head"] == "1-2" and r["trees"]["best_head"]["uas"] < 0.5
     assert r["trees"]["top_k"]["heads"] == ["1-2"]
+
+
+# ------------------------------------------------------------------------------------------------
+# the wired models: pretrained MiniLM, a train.py checkpoint
+# ------------------------------------------------------------------------------------------------
+TINY_SST = {  # two dev and two test trees (PTB-escaped, as the treebank's files are)
+    "dev.txt": "(3 (2 It) (3 (2 is) (3 (2 a) (3 (3 lovely) (2 film)))))\n"
+    "(1 (2 The) (1 (2 plot) (1 (2 makes) (1 (2 no) (2 sense)))))\n",
+    "test.txt": "(3 (2 The) (3 (2 actors) (3 (2 give) (3 (2 a) (3 (3 fine) (2 performance))))))\n"
+    "(1 (2 -LRB-) (1 (2 A) (1 (2 dull) (1 (2 unbelievably) (2 film)))))\n",
+}
+
+
+@pytest.fixture(scope="module")
+def minilm_fn():
+    return ps.MiniLMAttention()
+
+
+def test_minilm_attention_batched_equals_one_by_one(minilm_fn):
+    words = [["An", "unbelievably", "dull", "film", "."], ["Fine", "."], ["The", "cast", "is", "superb", "!"]]
+    batched = minilm_fn.many(words)
+    for ws, (A, wop) in zip(words, batched):
+        p = minilm_fn.wordpiece.pieces(ws)
+        assert wop == p.word and wop[0] == wop[-1] == -1 and A.shape == (6, 12, len(p), len(p))
+        np.testing.assert_allclose(A.sum(-1), 1.0, atol=1e-5)  # softmax rows over real pieces only
+        alone, _ = minilm_fn(ws)  # no padding in a batch of one: padding must not leak into the batch
+        np.testing.assert_allclose(A, alone, atol=1e-5)
+    assert len(batched[0][1]) > len(words[0]) + 2  # "unbelievably" is split: pieces, not words
+    with pytest.raises(ValueError, match="have no piece"):
+        minilm_fn(["fine", "\u200b"])  # a zero-width space gives WordPiece nothing
+
+
+def test_minilm_cli_end_to_end(tmp_path):
+    for name, text in TINY_SST.items():
+        (tmp_path / name).write_text(text)
+    out = tmp_path / "out"
+    argv = ["--model", "minilm", "--data-dir", str(tmp_path), "--max-sentences", "3", "--min-n", "1"]
+    argv += ["--out", str(out), "--md", str(out / "report.md")]
+    assert ps.main(argv) == 0
+    r = json.loads((out / "pretrained_syntax.json").read_text())
+    assert r["chosen_on"] == "val" and r["reported_on"] == "test" and (r["layers"], r["heads"]) == (6, 12)
+    assert r["sentences"] == {"val": 2, "test": 2} and r["command"].endswith(" ".join(argv))
+    assert r["relations"][ps.ALL]["n"] == 6 + 5 - 2  # every test word but the two roots
+    for rel, row in r["relations"].items():
+        assert row["chosen_on"] == "val" and row["n"] >= 1, rel
+        assert {"n", "head", "acc", "offset", "offset_acc", "noise", "finds"} <= set(row), rel
+        layer, head = map(int, row["head"].split("-"))
+        assert 1 <= layer <= 6 and 1 <= head <= 12 and 0 <= row["acc"] <= 1 and row["offset"] in ps.OFFSETS
+    assert r["trees"]["chosen_on"] == "val" and r["trees"]["val_sentences"] == 2
+    sinks = r["attention_sinks"]
+    assert len(sinks) == 6 and all(abs(s["cls"] + s["sep"] + s["self"] + s["other"] - 1) < 1e-6 for s in sinks)
+    assert all(s["cls"] > 0 and s["sep"] > 0 for s in sinks)  # a real BERT attends to both
+    for png in ("pretrained_syntax_relations.png", "pretrained_syntax_example.png"):
+        assert (out / png).stat().st_size > 1000
+    md = (out / "report.md").read_text()
+    assert "| all relations |" in md and "34.5 / 26.3" in md and ps.NOT_RUN in md
+
+
+def _word_run(tmp_path=None):
+    """A 2-layer, 2-head word-level Transformer as tools.common.Run would hold it (untrained, seeded)."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from data.pipeline import make_construction
+    from data.vocab import Vocab
+    from models import build_model
+    from tests.conftest import compose_config
+
+    cfg = compose_config(["model=transformer", "model.num_layers=2", "model.num_heads=2", "model.hidden_dim=8"])
+    vocab = Vocab.build([["the", "film", "is", "good"]])
+    construction = make_construction({"name": "complete"}, vocab, cfg.model)
+    torch.manual_seed(0)
+    model = build_model(cfg.model, len(vocab), 5, construction).eval()
+    config = {"model": {"name": "transformer"}, "graph": {"name": "complete"}, "dataset": {"lowercase": True}}
+    return SimpleNamespace(model=model, vocab=vocab, construction=construction, config=config, path="tiny.pt")
+
+
+def test_word_model_attention_is_the_edge_weights():
+    import dgl
+    import torch
+
+    from tools.attention_syntax import record_attention
+
+    run = _word_run()
+    fn = ps.WordModelAttention(run)
+    words = [["The", "film", "is", "good"], ["Good", "film"]]
+    out = fn.many(words)
+    for ws, (A, wop) in zip(words, out):
+        assert wop == list(range(len(ws))) and A.shape == (2, 2, len(ws), len(ws))
+        np.testing.assert_allclose(A.sum(-1), 1.0, atol=1e-6)  # the complete graph: rows over all words
+        np.testing.assert_allclose(A, fn(ws)[0], atol=1e-6)  # batched == alone
+    # by hand for sentence 0: the recorded weight of edge j -> i is A[layer, head, i, j]
+    g = run.construction(run.vocab.encode(["the", "film", "is", "good"]), None, None)
+    records = record_attention(run.model)
+    records.clear()
+    with torch.no_grad():
+        run.model(dgl.batch([g]))
+    src, dst = g.edges()
+    for layer, attn in enumerate(records):
+        for e in range(g.num_edges()):
+            np.testing.assert_allclose(out[0][0][layer, :, dst[e], src[e]], attn[e].numpy(), atol=1e-6)
+    # lower-cased as the dataset was: "The" and "the" are one token
+    np.testing.assert_allclose(fn(["The", "film"])[0], fn(["the", "film"])[0])
+
+
+def test_checkpoint_dispatch_names_what_cannot_load(tmp_path, capsys):
+    from engine.checkpoint import save_checkpoint
+
+    for name, expected in (
+        ("minilm", "fine-tuned MiniLM checkpoint (model=minilm) cannot be analysed yet"),
+        ("gcn", "model=gcn has no attention to analyse; valid: transformer, gat"),
+    ):
+        path = tmp_path / f"{name}.pt"
+        save_checkpoint(path, model={}, config={"model": {"name": name}}, vocab=[], num_classes=2, epoch=0)
+        assert ps.main(["--checkpoint", str(path), "--max-sentences", "1"]) == 2
+        err = capsys.readouterr().err
+        assert expected in err and len(err.strip().splitlines()) == 1, err

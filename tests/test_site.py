@@ -120,6 +120,11 @@ TUTORIAL_PAGES = {  # page -> (title the reader sees, text an executed cell prin
         "claims checked against docs/results/",
         1,
     ),
+    "tutorials/06_a_pretrained_transformer_is_a_graph_network.html": (
+        "A pretrained Transformer is a graph network",
+        "DGL message passing == HF BertModel",
+        3,
+    ),
 }
 OTHER_PAGES = [
     "index.html",
