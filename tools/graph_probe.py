@@ -50,6 +50,12 @@ DATASETS = ("sst_binary", "trec")
 L2_GRID = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
 CACHE = ROOT / ".cache" / "tagnn" / "graph_probe"
 PERCENTILES = (1, 5, 25, 50, 75, 95)
+NOTES = {
+    "sst_binary": "Words: the treebank's tokens (PTB escapes undone). dep: spaCy's parse of those words. tree: the gold "
+    "constituency tree, each phrase a [MASK] node at its first piece, linked both ways to its children.",
+    "trec": "Coarse classes (6). Dev: a seeded 10% of train_5500 (TREC has no dev split); test: TREC_10. Words: "
+    "spaCy's tokens. No gold tree: the tree row is the dependency tree (the dep row again).",
+}
 
 
 class ProbeError(ValueError):
@@ -206,6 +212,8 @@ def embeddings(
 ) -> np.ndarray:
     """The split's embeddings on ``graph``, from the cache when the same sentences were embedded before."""
     key = _digest(split.words, split.parents if graph == "tree" else None, split.heads if graph in ("dep", "tree") else None, graph_kw)
+    if graph == "tree" and split.parents is None:  # no gold tree (TREC): tree is the dependency tree
+        graph = "dep"
     path = CACHE / f"emb_{dataset}_{split_name}_{graph}_{key}.npy"
     if path.is_file():
         return np.load(path)
@@ -345,6 +353,8 @@ def write_markdown(results: dict, command: str, wall_s: float, path: Path) -> No
         lines += [f"## {name} (train/dev/test {sizes['train']}/{sizes['dev']}/{sizes['test']})", "",
                   "| graph | cos mean | p1 | p5 | p25 | p50 | min | probe L2 | dev acc | test acc | ± noise | embed s |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        if name in NOTES:
+            lines[-2:-2] = [NOTES[name], ""]
         for graph, r in res["graphs"].items():
             c, p = r["cosine_to_complete"], r["probe"]
             lines.append(f"| {graph} | {c['mean']:.4f} | {c['p1']:.4f} | {c['p5']:.4f} | {c['p25']:.4f} | "
