@@ -210,20 +210,26 @@ def embed_graphs(graphs: list, model, batch_size: int = 64, progress: bool = Tru
 def embeddings(
     dataset: str, split_name: str, split: Split, graph: str, model, wordpiece, progress: bool = True, **graph_kw
 ) -> np.ndarray:
-    """The split's embeddings on ``graph``, from the cache when the same sentences were embedded before."""
+    """``(embeddings, seconds to compute them, from the cache?)`` of the split on ``graph``; the cache is
+    used when the same sentences were embedded on the same graph before."""
     key = _digest(split.words, split.parents if graph == "tree" else None, split.heads if graph in ("dep", "tree") else None, graph_kw)
     if graph == "tree" and split.parents is None:  # no gold tree (TREC): tree is the dependency tree
         graph = "dep"
     path = CACHE / f"emb_{dataset}_{split_name}_{graph}_{key}.npy"
+    timing = path.with_suffix(".seconds")  # how long the cached array took to compute
     if path.is_file():
-        return np.load(path)
+        seconds = float(timing.read_text()) if timing.is_file() else float("nan")
+        return np.load(path), seconds, True
+    t = time.time()
     graphs = build_graphs(split, graph, wordpiece, **graph_kw)
     array = embed_graphs(graphs, model, progress=progress, desc=f"{dataset}/{split_name}/{graph}")
+    seconds = time.time() - t
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp.npy")
     np.save(tmp, array)
+    timing.write_text(f"{seconds:.3f}")
     os.replace(tmp, path)
-    return array
+    return array, seconds, False
 
 
 def cosine_table(emb: dict[str, np.ndarray], reference: str = "complete") -> dict[str, dict]:
@@ -317,40 +323,45 @@ def run_dataset(name: str, graphs: list[str], model, wordpiece, data_root: Path,
     if any(g in ("dep", "tree") for g in graphs):
         add_heads(name, splits)
     load_s = time.time() - t0
-    emb, times = {}, {}
+    emb, times, cached = {}, {}, {}
     for graph in ["complete"] + [g for g in graphs if g != "complete"]:
-        t = time.time()
-        emb[graph] = {s: embeddings(name, s, sp, graph, model, wordpiece, progress, **graph_kw) for s, sp in splits.items()}
-        times[graph] = time.time() - t
-        log.info("%s graph=%s: embedded %s in %.1f s", name, graph,
-                 "/".join(str(len(sp.labels)) for sp in splits.values()), times[graph])
+        got = {s: embeddings(name, s, sp, graph, model, wordpiece, progress, **graph_kw) for s, sp in splits.items()}
+        emb[graph] = {s: g[0] for s, g in got.items()}
+        times[graph] = sum(g[1] for g in got.values())
+        cached[graph] = all(g[2] for g in got.values())
+        log.info("%s graph=%s: embedded %s in %.1f s%s", name, graph, "/".join(str(len(sp.labels)) for sp in
+                 splits.values()), times[graph], " (read from the cache)" if cached[graph] else "")
     cos = cosine_table({g: e["test"] for g, e in emb.items()})
     result = {"sizes": {s: len(sp.labels) for s, sp in splits.items()}, "load_s": load_s, "graphs": {}}
     for graph in graphs:
         e = emb[graph]
         p = probe(*[(e[s], splits[s].labels) for s in ("train", "dev", "test")])
         c = {k: v for k, v in cos[graph].items() if k != "values"}
-        result["graphs"][graph] = {"cosine_to_complete": c, "probe": p, "embed_s": times[graph],
+        result["graphs"][graph] = {"cosine_to_complete": c, "probe": p, "embed_s": times[graph], "cached": cached[graph],
                                    "cosine_values": cos[graph]["values"].round(5).tolist()}
         log.info("%s graph=%s: cos mean %.4f, probe l2=%g dev %.4f test %.4f ± %.4f", name, graph, c["mean"],
                  p["l2"], p["dev_acc"], p["test_acc"], p["test_noise"])
     return result
 
 
-def write_markdown(results: dict, command: str, wall_s: float, path: Path) -> None:
+def write_markdown(results: dict, path: Path) -> None:
+    """The table per dataset, each under the command that produced it and its wall time."""
     lines = ["# The pretrained MiniLM, frozen, on every graph: cosine to the complete graph and a linear probe", "",
-             f"`{command}`", "",
-             f"Wall time {wall_s / 60:.1f} min (embedding all splits on every graph, then the probes; "
-             "cached embeddings are not recomputed). Machine: 2 cores shared with other jobs, 1 thread.", "",
              "Same all-MiniLM-L6-v2 weights, no training; only the graph over the WordPiece tokens changes "
              "(lifted from words by data/wordpiece.py's rule). Embedding: mean-pooled, L2-normalised. "
              "Cosine: per test sentence, to the complete graph's embedding (1.0 = unchanged). Probe: logistic "
              "regression on standardised embeddings (L-BFGS, full batch), L2 strength chosen on dev from "
              f"{', '.join(f'{v:g}' for v in L2_GRID)}; noise = 2·sqrt(p(1−p)/n) on test: two accuracies "
-             "closer than about the larger noise are not different.", ""]
+             "closer than about the larger noise are not different. Wall time: loading, parsing, embedding "
+             "every split on every graph (dense twin, 1 thread, 2 cores shared with other jobs) and the "
+             "probes; `embed s` is each graph's share.", ""]
     for name, res in results.items():
         sizes = res["sizes"]
         lines += [f"## {name} (train/dev/test {sizes['train']}/{sizes['dev']}/{sizes['test']})", "",
+                  f"`{res['command']}`", "", f"Wall time {res['wall_s'] / 60:.1f} min" + (
+                      f" (embeddings of {', '.join(g for g, r in res['graphs'].items() if r.get('cached'))} read "
+                      "from the cache; `embed s` is their first computation)."
+                      if any(r.get("cached") for r in res["graphs"].values()) else "."), "",
                   "| graph | cos mean | p1 | p5 | p25 | p50 | min | probe L2 | dev acc | test acc | ± noise | embed s |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         if name in NOTES:
@@ -392,6 +403,26 @@ def write_figure(results: dict, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+def merge_results(path: Path, results: dict) -> dict:
+    """The datasets already in ``path`` (from earlier runs, each with its own command) that this run did
+    not redo, then this run's: a second dataset can be added without rerunning the first."""
+    if not path.is_file():
+        return results
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        log.warning("%s is unreadable: overwriting it with this run's results only", path)
+        return results
+    merged = {}
+    for name, res in old.get("results", {}).items():
+        if name not in results:
+            res.setdefault("command", old.get("command", "?"))  # files written before per-dataset commands
+            res.setdefault("wall_s", old.get("wall_s", float("nan")))
+            merged[name] = res
+    merged.update(results)
+    return merged
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", default="sst_binary", help=f"comma-separated: {', '.join(DATASETS)}")
@@ -415,20 +446,25 @@ def main(argv: list[str] | None = None) -> int:
 
         model = build_minilm({"normalize": True, "impl": args.impl}, None).eval()
         wordpiece = load_wordpiece()
-        results = {name: run_dataset(name, graphs, model, wordpiece, args.data_root, args.limit,
-                                     not args.no_progress, {}) for name in datasets}
+        results = {}
+        for name in datasets:
+            t = time.time()
+            results[name] = run_dataset(name, graphs, model, wordpiece, args.data_root, args.limit,
+                                        not args.no_progress, {})
+            results[name].update(command=command, wall_s=time.time() - t, impl=args.impl, limit=args.limit,
+                                 torch_threads=torch.get_num_threads())
     except (ProbeError, ModuleNotFoundError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     wall = time.time() - start
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    record = {"command": command, "wall_s": wall, "torch_threads": torch.get_num_threads(), "impl": args.impl,
-              "limit": args.limit, "l2_grid": list(L2_GRID), "results": results}
+    results = merge_results(out.with_suffix(".json"), results)
+    record = {"l2_grid": list(L2_GRID), "results": results}
     tmp = out.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(record, indent=1))
     os.replace(tmp, out.with_suffix(".json"))
-    write_markdown(results, command, wall, out.with_suffix(".md"))
+    write_markdown(results, out.with_suffix(".md"))
     write_figure(results, Path(args.figure))
     log.info("wrote %s.{json,md} and %s in %.1f min", out, args.figure, wall / 60)
     return 0
