@@ -133,7 +133,9 @@ def phrase_spans(parent: Sequence[int], n_words: int) -> list[tuple[int, int]]:
     """The word span ``[lo, hi)`` of each phrase node ``n_words..len(parent)-1`` of a constituency tree."""
     n_phrases = len(parent) - n_words
     lo, hi = [n_words] * n_phrases, [-1] * n_phrases
-    for node in range(len(parent)):  # children come before parents, so a phrase's span is final before its parent reads it
+    for node in range(
+        len(parent)
+    ):  # children come before parents, so a phrase's span is final before its parent reads it
         p = parent[node]
         if p < 0:
             continue
@@ -146,7 +148,9 @@ def phrase_spans(parent: Sequence[int], n_words: int) -> list[tuple[int, int]]:
     return list(zip(lo, hi))
 
 
-def constituency_edges(parent: Sequence[int], n_words: int) -> tuple[torch.Tensor, torch.Tensor, int, list[tuple[int, int]]]:
+def constituency_edges(
+    parent: Sequence[int], n_words: int
+) -> tuple[torch.Tensor, torch.Tensor, int, list[tuple[int, int]]]:
     """Gold constituency tree over words (nodes 0..n-1) and phrases (n..): each node linked both ways to
     its parent, self loops on the words (lift_edges gives the phrases theirs); with the phrase spans."""
     if len(parent) < n_words:
@@ -215,9 +219,9 @@ def piece_graph(
 ) -> dgl.DGLGraph:
     """The DGL graph of one sentence's pieces under the lifted word-level ``graph`` (module docstring).
 
-    Word-level constructions see the words that kept at least one piece after truncation; ``heads``
-    of cut words are dropped (a kept word whose head was cut becomes a root), as are gold-tree phrases
-that hold only cut words. ``parent``: the gold constituency tree for ``graph="tree"``."""
+        Word-level constructions see the words that kept at least one piece after truncation; ``heads``
+        of cut words are dropped (a kept word whose head was cut becomes a root), as are gold-tree phrases
+    that hold only cut words. ``parent``: the gold constituency tree for ``graph="tree"``."""
     kept = max(pieces.word) + 1 if len(pieces) > 2 else 0  # words are contiguous from 0; truncation cuts the tail
     if heads is not None:
         heads = [h if h < kept else -1 for h in list(heads)[:kept]]

@@ -43,6 +43,20 @@ def test_probe_learns_a_separable_problem_and_chooses_its_l2_on_dev_not_test():
     assert out["test_acc"] == by_l2[100.0]["test"] < 1.0  # ... and its test accuracy, not the best test one
     p = out["test_acc"]
     assert out["test_noise"] == pytest.approx(2 * np.sqrt(p * (1 - p) / 200))
+    assert out["test_correct"] == by_l2_correct(out, test)
+
+
+def by_l2_correct(out, test):
+    """The reported per-sentence outcomes are those of the chosen probe: as many right as its test accuracy."""
+    assert sum(out["test_correct"]) == round(out["test_acc"] * len(test[1]))
+    return out["test_correct"]
+
+
+def test_paired_difference_by_hand():
+    # a right on 3 of 4, b on 1 of 4, per-sentence difference [0, 1, 0, 1]: mean 0.5, variance 0.25
+    diff, noise = gp.paired_difference([1, 1, 0, 1], [1, 0, 0, 0])
+    assert diff == 0.5 and noise == pytest.approx(2 * np.sqrt(0.25 / 4))
+    assert gp.paired_difference([1, 0, 1], [1, 0, 1]) == (0.0, 0.0)  # the same outcomes: no difference, no noise
 
 
 # ---- the cosine table -------------------------------------------------------------------------
@@ -56,11 +70,19 @@ def minilm():
 def test_cosine_table_complete_is_one_and_none_moves_every_sentence(minilm):
     model, wordpiece = minilm
     split = gp.Split(
-        [s.split() for s in ("The ferry left the harbour at dawn .", "Nobody expected the sequel to be this dull .",
-                             "Rain again , and the umbrellas are all broken .")],
+        [
+            s.split()
+            for s in (
+                "The ferry left the harbour at dawn .",
+                "Nobody expected the sequel to be this dull .",
+                "Rain again , and the umbrellas are all broken .",
+            )
+        ],
         [0, 1, 0],
     )
-    emb = {g: gp.embed_graphs(gp.build_graphs(split, g, wordpiece), model, progress=False) for g in ("complete", "none")}
+    emb = {
+        g: gp.embed_graphs(gp.build_graphs(split, g, wordpiece), model, progress=False) for g in ("complete", "none")
+    }
     model.impl = "sparse"  # the complete graph again, the other implementation: the same embedding
     emb["complete_sparse"] = gp.embed_graphs(gp.build_graphs(split, "complete", wordpiece), model, progress=False)
     model.impl = "dense"
@@ -72,7 +94,9 @@ def test_cosine_table_complete_is_one_and_none_moves_every_sentence(minilm):
     ref = emb["complete"] / np.linalg.norm(emb["complete"], axis=1, keepdims=True)
     x = emb["none"] / np.linalg.norm(emb["none"], axis=1, keepdims=True)
     np.testing.assert_allclose(cos, (ref * x).sum(1), atol=1e-6)
-    assert table["none"]["mean"] == pytest.approx(float(cos.mean())) and table["none"]["min"] == pytest.approx(cos.min())
+    assert table["none"]["mean"] == pytest.approx(float(cos.mean())) and table["none"]["min"] == pytest.approx(
+        cos.min()
+    )
 
 
 # ---- the gold tree on pieces ------------------------------------------------------------------
@@ -81,7 +105,12 @@ def test_gold_tree_lifted_to_pieces_by_hand():
     pieces = Pieces([CLS, 11, 12, 13, 14, SEP], [-1, 0, 0, 1, 2, -1], 3)
     g = piece_graph(pieces, "tree", parent=[3, 3, 4, 4, -1], mask_id=MASK)
     # nodes: 0 [CLS], 1-2 w0's pieces, 3 w1, 4 w2, 5 [SEP], 6 phrase (w0 w1), 7 root
-    special = {(0, v) for v in range(8)} | {(v, 0) for v in range(8)} | {(5, v) for v in range(8)} | {(v, 5) for v in range(8)}
+    special = (
+        {(0, v) for v in range(8)}
+        | {(v, 0) for v in range(8)}
+        | {(5, v) for v in range(8)}
+        | {(v, 5) for v in range(8)}
+    )
     same_word = {(1, 1), (1, 2), (2, 1), (2, 2), (3, 3), (4, 4), (6, 6), (7, 7)}
     tree = {(1, 6), (6, 1), (2, 6), (6, 2), (3, 6), (6, 3), (6, 7), (7, 6), (4, 7), (7, 4)}
     assert edges(g) == special | same_word | tree

@@ -34,6 +34,7 @@ import logging
 import math
 import os
 import random
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -212,7 +213,12 @@ def embeddings(
 ) -> np.ndarray:
     """``(embeddings, seconds to compute them, from the cache?)`` of the split on ``graph``; the cache is
     used when the same sentences were embedded on the same graph before."""
-    key = _digest(split.words, split.parents if graph == "tree" else None, split.heads if graph in ("dep", "tree") else None, graph_kw)
+    key = _digest(
+        split.words,
+        split.parents if graph == "tree" else None,
+        split.heads if graph in ("dep", "tree") else None,
+        graph_kw,
+    )
     if graph == "tree" and split.parents is None:  # no gold tree (TREC): tree is the dependency tree
         graph = "dep"
     path = CACHE / f"emb_{dataset}_{split_name}_{graph}_{key}.npy"
@@ -254,8 +260,15 @@ def fit_logreg(x: torch.Tensor, y: torch.Tensor, num_classes: int, l2: float, ma
     l2 * ||W||² (the bias is not penalised). Returns (W (d, C), b (C,))."""
     w = torch.zeros(x.shape[1], num_classes, dtype=x.dtype, requires_grad=True)
     b = torch.zeros(num_classes, dtype=x.dtype, requires_grad=True)
-    opt = torch.optim.LBFGS([w, b], lr=1.0, max_iter=max_iter, history_size=20, line_search_fn="strong_wolfe",
-                            tolerance_grad=1e-7, tolerance_change=1e-10)
+    opt = torch.optim.LBFGS(
+        [w, b],
+        lr=1.0,
+        max_iter=max_iter,
+        history_size=20,
+        line_search_fn="strong_wolfe",
+        tolerance_grad=1e-7,
+        tolerance_change=1e-10,
+    )
 
     def closure():
         opt.zero_grad()
@@ -269,6 +282,14 @@ def fit_logreg(x: torch.Tensor, y: torch.Tensor, num_classes: int, l2: float, ma
 
 def accuracy(x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> float:
     return float(((x @ w + b).argmax(-1) == y).double().mean())
+
+
+def paired_difference(correct_a, correct_b) -> tuple[float, float]:
+    """Accuracy of a minus accuracy of b on the same test sentences, and two standard errors of that
+    difference from the per-sentence paired outcomes (smaller than either accuracy's binomial noise
+    when the two classifiers agree on most sentences)."""
+    d = np.asarray(correct_a, dtype=float) - np.asarray(correct_b, dtype=float)
+    return float(d.mean()), 2.0 * float(np.sqrt(max(np.mean(d * d) - d.mean() ** 2, 0.0) / len(d)))
 
 
 def noise(p: float, n: int) -> float:
@@ -291,9 +312,19 @@ def probe(train, dev, test, grid=L2_GRID) -> dict:
     rows = []
     for l2 in grid:
         w, b = fit_logreg(xtr, ytr, num_classes, l2)
-        rows.append({"l2": l2, "train": accuracy(xtr, ytr, w, b), "dev": accuracy(xdv, ydv, w, b),
-                     "test": accuracy(xte, yte, w, b)})
+        rows.append(
+            {
+                "l2": l2,
+                "train": accuracy(xtr, ytr, w, b),
+                "dev": accuracy(xdv, ydv, w, b),
+                "test": accuracy(xte, yte, w, b),
+                "correct": ((xte @ w + b).argmax(-1) == yte).int().tolist(),
+            }
+        )
     best = max(rows, key=lambda r: (r["dev"], r["l2"]))  # ties: the stronger L2
+    correct = best["correct"]
+    for r in rows:
+        del r["correct"]
     return {
         "l2": best["l2"],
         "train_acc": best["train"],
@@ -301,6 +332,7 @@ def probe(train, dev, test, grid=L2_GRID) -> dict:
         "test_acc": best["test"],
         "test_noise": noise(best["test"], len(yte)),
         "n_test": len(yte),
+        "test_correct": correct,  # per test sentence, for paired comparisons between graphs
         "grid": rows,
     }
 
@@ -316,8 +348,9 @@ def parse_list(text: str, valid: tuple[str, ...], what: str) -> list[str]:
     return items
 
 
-def run_dataset(name: str, graphs: list[str], model, wordpiece, data_root: Path, limit: int | None, progress: bool,
-                graph_kw: dict) -> dict:
+def run_dataset(
+    name: str, graphs: list[str], model, wordpiece, data_root: Path, limit: int | None, progress: bool, graph_kw: dict
+) -> dict:
     t0 = time.time()
     splits = load_dataset(name, data_root, limit)
     if any(g in ("dep", "tree") for g in graphs):
@@ -329,49 +362,111 @@ def run_dataset(name: str, graphs: list[str], model, wordpiece, data_root: Path,
         emb[graph] = {s: g[0] for s, g in got.items()}
         times[graph] = sum(g[1] for g in got.values())
         cached[graph] = all(g[2] for g in got.values())
-        log.info("%s graph=%s: embedded %s in %.1f s%s", name, graph, "/".join(str(len(sp.labels)) for sp in
-                 splits.values()), times[graph], " (read from the cache)" if cached[graph] else "")
+        log.info(
+            "%s graph=%s: embedded %s in %.1f s%s",
+            name,
+            graph,
+            "/".join(str(len(sp.labels)) for sp in splits.values()),
+            times[graph],
+            " (read from the cache)" if cached[graph] else "",
+        )
     cos = cosine_table({g: e["test"] for g, e in emb.items()})
     result = {"sizes": {s: len(sp.labels) for s, sp in splits.items()}, "load_s": load_s, "graphs": {}}
+    probes = {g: probe(*[(emb[g][s], splits[s].labels) for s in ("train", "dev", "test")]) for g in emb}
     for graph in graphs:
-        e = emb[graph]
-        p = probe(*[(e[s], splits[s].labels) for s in ("train", "dev", "test")])
+        p = probes[graph]
+        p["vs_complete"], p["vs_complete_noise"] = paired_difference(
+            p["test_correct"], probes["complete"]["test_correct"]
+        )
         c = {k: v for k, v in cos[graph].items() if k != "values"}
-        result["graphs"][graph] = {"cosine_to_complete": c, "probe": p, "embed_s": times[graph], "cached": cached[graph],
-                                   "cosine_values": cos[graph]["values"].round(5).tolist()}
-        log.info("%s graph=%s: cos mean %.4f, probe l2=%g dev %.4f test %.4f ± %.4f", name, graph, c["mean"],
-                 p["l2"], p["dev_acc"], p["test_acc"], p["test_noise"])
+        result["graphs"][graph] = {
+            "cosine_to_complete": c,
+            "probe": p,
+            "embed_s": times[graph],
+            "cached": cached[graph],
+            "cosine_values": cos[graph]["values"].round(5).tolist(),
+        }
+        log.info(
+            "%s graph=%s: cos mean %.4f, probe l2=%g dev %.4f test %.4f ± %.4f",
+            name,
+            graph,
+            c["mean"],
+            p["l2"],
+            p["dev_acc"],
+            p["test_acc"],
+            p["test_noise"],
+        )
     return result
+
+
+def differences_line(res: dict) -> str:
+    """Which graphs' probe accuracy differs from the complete graph's beyond the paired noise."""
+    beyond, within = [], []
+    for graph, r in res["graphs"].items():
+        if graph == "complete":
+            continue
+        p = r["probe"]
+        text = f"{graph} {100 * p['vs_complete']:+.2f} (± {100 * p['vs_complete_noise']:.2f})"
+        (beyond if abs(p["vs_complete"]) > p["vs_complete_noise"] else within).append(text)
+    return (
+        f"Test accuracy vs the complete graph, beyond the paired noise: {', '.join(beyond) or 'none'}; "
+        f"within it: {', '.join(within) or 'none'}."
+    )
 
 
 def write_markdown(results: dict, path: Path) -> None:
     """The table per dataset, each under the command that produced it and its wall time."""
-    lines = ["# The pretrained MiniLM, frozen, on every graph: cosine to the complete graph and a linear probe", "",
-             "Same all-MiniLM-L6-v2 weights, no training; only the graph over the WordPiece tokens changes "
-             "(lifted from words by data/wordpiece.py's rule). Embedding: mean-pooled, L2-normalised. "
-             "Cosine: per test sentence, to the complete graph's embedding (1.0 = unchanged). Probe: logistic "
-             "regression on standardised embeddings (L-BFGS, full batch), L2 strength chosen on dev from "
-             f"{', '.join(f'{v:g}' for v in L2_GRID)}; noise = 2·sqrt(p(1−p)/n) on test: two accuracies "
-             "closer than about the larger noise are not different. Wall time: loading, parsing, embedding "
-             "every split on every graph (dense twin, 1 thread, 2 cores shared with other jobs) and the "
-             "probes; `embed s` is each graph's share.", ""]
+    lines = [
+        "# The pretrained MiniLM, frozen, on every graph: cosine to the complete graph and a linear probe",
+        "",
+        "Same all-MiniLM-L6-v2 weights, no training; only the graph over the WordPiece tokens changes "
+        "(lifted from words by data/wordpiece.py's rule). Embedding: mean-pooled, L2-normalised. "
+        "Cosine: per test sentence, to the complete graph's embedding (1.0 = unchanged). Probe: logistic "
+        "regression on standardised embeddings (L-BFGS, full batch), L2 strength chosen on dev from "
+        f"{', '.join(f'{v:g}' for v in L2_GRID)}; noise = 2·sqrt(p(1−p)/n) on test: two accuracies "
+        "closer than about the larger noise are not different. `test − complete`: the graph's test accuracy "
+        "minus the complete graph's, with two standard errors of the paired per-sentence difference (the "
+        "threshold for a difference: beyond it, the graph changes what the probe gets right). Embeddings "
+        "and probe are deterministic (no seeds: L-BFGS from zero). Wall time: loading, parsing, embedding "
+        "every split on every graph (dense twin, 1 thread, 2 cores shared with other jobs) and the "
+        "probes; `embed s` is each graph's share.",
+        "",
+    ]
     for name, res in results.items():
         sizes = res["sizes"]
-        lines += [f"## {name} (train/dev/test {sizes['train']}/{sizes['dev']}/{sizes['test']})", "",
-                  f"`{res['command']}`", "", f"Wall time {res['wall_s'] / 60:.1f} min" + (
-                      f" (embeddings of {', '.join(g for g, r in res['graphs'].items() if r.get('cached'))} read "
-                      "from the cache; `embed s` is their first computation)."
-                      if any(r.get("cached") for r in res["graphs"].values()) else "."), "",
-                  "| graph | cos mean | p1 | p5 | p25 | p50 | min | probe L2 | dev acc | test acc | ± noise | embed s |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"## {name} (train/dev/test {sizes['train']}/{sizes['dev']}/{sizes['test']})",
+            "",
+            f"`{res['command']}`",
+            "",
+            (
+                f"Embeddings computed by `{res['first_command']}` in {res['first_wall_s'] / 60:.1f} min; this run "
+                f"read them all from the cache and took {res['wall_s'] / 60:.1f} min."
+            )
+            if "first_wall_s" in res
+            else f"Wall time {res['wall_s'] / 60:.1f} min"
+            + (
+                f" (embeddings of {', '.join(g for g, r in res['graphs'].items() if r.get('cached'))} read "
+                "from the cache; `embed s` is their first computation)."
+                if any(r.get("cached") for r in res["graphs"].values())
+                else "."
+            ),
+            "",
+            "| graph | cos mean | p1 | p5 | p25 | p50 | min | probe L2 | dev acc | test acc | ± noise "
+            "| test − complete | ± paired noise | embed s |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         if name in NOTES:
             lines[-2:-2] = [NOTES[name], ""]
         for graph, r in res["graphs"].items():
             c, p = r["cosine_to_complete"], r["probe"]
-            lines.append(f"| {graph} | {c['mean']:.4f} | {c['p1']:.4f} | {c['p5']:.4f} | {c['p25']:.4f} | "
-                         f"{c['p50']:.4f} | {c['min']:.4f} | {p['l2']:g} | {100 * p['dev_acc']:.2f} | "
-                         f"{100 * p['test_acc']:.2f} | {100 * p['test_noise']:.2f} | {r['embed_s']:.0f} |")
-        lines.append("")
+            lines.append(
+                f"| {graph} | {c['mean']:.4f} | {c['p1']:.4f} | {c['p5']:.4f} | {c['p25']:.4f} | "
+                f"{c['p50']:.4f} | {c['min']:.4f} | {p['l2']:g} | {100 * p['dev_acc']:.2f} | "
+                f"{100 * p['test_acc']:.2f} | {100 * p['test_noise']:.2f} | {100 * p['vs_complete']:+.2f} | "
+                f"{100 * p['vs_complete_noise']:.2f} | {r['embed_s']:.0f} |"
+            )
+        lines += ["", differences_line(res), ""]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines))
 
@@ -415,10 +510,20 @@ def merge_results(path: Path, results: dict) -> dict:
         return results
     merged = {}
     for name, res in old.get("results", {}).items():
+        res.setdefault("command", old.get("command", "?"))  # files written before per-dataset commands
+        res.setdefault("wall_s", old.get("wall_s", float("nan")))
         if name not in results:
-            res.setdefault("command", old.get("command", "?"))  # files written before per-dataset commands
-            res.setdefault("wall_s", old.get("wall_s", float("nan")))
             merged[name] = res
+            continue
+        new = results[name]
+        if res["sizes"] != new["sizes"]:
+            continue
+        for graph, r in new["graphs"].items():  # cached embeddings with no timing of their own: the old run's
+            if math.isnan(r["embed_s"]) and graph in res["graphs"]:
+                r["embed_s"] = res["graphs"][graph]["embed_s"]
+        if all(r.get("cached") for r in new["graphs"].values()):
+            new["first_command"] = res.get("first_command", res["command"])
+            new["first_wall_s"] = res.get("first_wall_s", res["wall_s"])
     merged.update(results)
     return merged
 
@@ -449,10 +554,16 @@ def main(argv: list[str] | None = None) -> int:
         results = {}
         for name in datasets:
             t = time.time()
-            results[name] = run_dataset(name, graphs, model, wordpiece, args.data_root, args.limit,
-                                        not args.no_progress, {})
-            results[name].update(command=command, wall_s=time.time() - t, impl=args.impl, limit=args.limit,
-                                 torch_threads=torch.get_num_threads())
+            results[name] = run_dataset(
+                name, graphs, model, wordpiece, args.data_root, args.limit, not args.no_progress, {}
+            )
+            results[name].update(
+                command=command,
+                wall_s=time.time() - t,
+                impl=args.impl,
+                limit=args.limit,
+                torch_threads=torch.get_num_threads(),
+            )
     except (ProbeError, ModuleNotFoundError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -462,7 +573,8 @@ def main(argv: list[str] | None = None) -> int:
     results = merge_results(out.with_suffix(".json"), results)
     record = {"l2_grid": list(L2_GRID), "results": results}
     tmp = out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(record, indent=1))
+    text = json.dumps(record, indent=1)  # lists of numbers (per-sentence values) on one line each:
+    tmp.write_text(re.sub(r"\[\s+([^\[\]{}]*?)\s+\]", lambda m: "[" + " ".join(m.group(1).split()) + "]", text))
     os.replace(tmp, out.with_suffix(".json"))
     write_markdown(results, out.with_suffix(".md"))
     write_figure(results, Path(args.figure))
