@@ -13,7 +13,8 @@ with the index of the word it came from, and lifts a word-level edge list to the
   3. **[CLS] and [SEP] are global nodes**: they send to and receive from every node, themselves and each
      other included.
 
-Nodes that are not words (the span nodes of ``bpt``) stay single nodes: an edge to or from one goes
+Nodes that are not words (the span nodes of ``bpt``, the phrase nodes of a gold constituency tree)
+stay single nodes: an edge to or from one goes
 to or from every piece of the word at the other end. Lifting the complete word graph (self loops
 included) gives the complete graph over ``[CLS] pieces [SEP]``: exactly the full attention of HF's
 ``BertModel`` (tests/test_minilm.py checks it layer by layer). Lifting ``none`` (each word hears only
@@ -24,6 +25,12 @@ Graph nodes, per sentence, in this order: ``[CLS]``, the pieces, ``[SEP]``, then
 ``pos`` (BERT position id: 0 at [CLS], i at the i-th piece; an extra node takes its first piece's),
 ``segment`` (token type, 0: one sentence) and ``pool`` (1 for the nodes the sentence-transformers mean
 pools over, [CLS] and [SEP] included; 0 for extra nodes).
+
+``tree`` takes either dependency-style ``heads`` (each word linked both ways to its head) or, for SST, the
+gold constituency tree as ``parent`` (``data.corpora.read_sst``'s form: words 0..n-1, then the phrase
+nodes, children before parents, -1 at the root). With ``parent`` every phrase is an extra node, fed the
+``[MASK]`` embedding at the position of its first piece (as bpt's spans), and linked both ways to each
+of its children: a word child by its pieces (rule 2), a phrase child as the single node it is.
 
 Truncation follows sentence-transformers: at most ``max_pieces`` = 256 nodes with [CLS] and [SEP]
 (its ``max_seq_length``), so at most 254 word pieces; what is cut is counted in ``Pieces.truncated``.
@@ -122,11 +129,65 @@ def lift_edges(
     return src_idx, dst_idx
 
 
+def phrase_spans(parent: Sequence[int], n_words: int) -> list[tuple[int, int]]:
+    """The word span ``[lo, hi)`` of each phrase node ``n_words..len(parent)-1`` of a constituency tree."""
+    n_phrases = len(parent) - n_words
+    lo, hi = [n_words] * n_phrases, [-1] * n_phrases
+    for node in range(
+        len(parent)
+    ):  # children come before parents, so a phrase's span is final before its parent reads it
+        p = parent[node]
+        if p < 0:
+            continue
+        if not n_words <= p < len(parent) or p <= node:
+            raise ValueError(f"parent[{node}] = {p}: a node's parent must be a later phrase node (>= {n_words})")
+        a, b = (node, node + 1) if node < n_words else (lo[node - n_words], hi[node - n_words])
+        lo[p - n_words], hi[p - n_words] = min(lo[p - n_words], a), max(hi[p - n_words], b)
+    if any(h < 0 for h in hi):
+        raise ValueError("a phrase node with no children in parent: not a constituency tree")
+    return list(zip(lo, hi))
+
+
+def constituency_edges(
+    parent: Sequence[int], n_words: int
+) -> tuple[torch.Tensor, torch.Tensor, int, list[tuple[int, int]]]:
+    """Gold constituency tree over words (nodes 0..n-1) and phrases (n..): each node linked both ways to
+    its parent, self loops on the words (lift_edges gives the phrases theirs); with the phrase spans."""
+    if len(parent) < n_words:
+        raise ValueError(f"graph=tree: parent has {len(parent)} nodes, fewer than the {n_words} words")
+    spans = phrase_spans(parent, n_words)
+    child = [i for i, p in enumerate(parent) if p >= 0]
+    par = [parent[i] for i in child]
+    loops = list(range(n_words))
+    src = torch.tensor(child + par + loops, dtype=torch.long)
+    dst = torch.tensor(par + child + loops, dtype=torch.long)
+    return src, dst, len(parent) - n_words, spans
+
+
+def truncate_tree(parent: Sequence[int], n_words: int, kept: int) -> list[int]:
+    """The gold tree restricted to the first ``kept`` words: phrases with no kept word are dropped and the
+    rest renumbered; a node whose parent was dropped becomes a root (cannot happen: truncation cuts a
+    suffix, and a phrase that holds a kept word has ancestors that hold it too)."""
+    parent = list(parent)
+    if kept >= n_words:
+        return parent
+    spans = phrase_spans(parent, n_words)
+    keep = list(range(kept)) + [n_words + k for k, (lo, _) in enumerate(spans) if lo < kept]
+    new = {old: i for i, old in enumerate(keep)}
+    return [new.get(parent[old], -1) for old in keep]
+
+
 def word_edges(
-    graph: str, n_words: int, heads: Sequence[int] | None = None, window: int = 2, bpt_k: int = 4
+    graph: str,
+    n_words: int,
+    heads: Sequence[int] | None = None,
+    window: int = 2,
+    bpt_k: int = 4,
+    parent: Sequence[int] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, int, list[tuple[int, int]]]:
     """The word-level construction ``graph`` over n words (self loops on): ``(src, dst, extra nodes,
-    extra nodes' word spans)``. ``dep`` and ``tree`` need ``heads`` (-1 at a root)."""
+    extra nodes' word spans)``. ``dep`` needs ``heads`` (-1 at a root); ``tree`` takes the gold
+    constituency ``parent`` (phrases become extra nodes) or, without it, ``heads``."""
     from data.graphs import bpt_edges, bpt_spans, complete_edges, self_loop_edges, tree_edges, window_edges
 
     if graph not in PIECE_GRAPHS:
@@ -137,6 +198,8 @@ def word_edges(
         return (*window_edges(n_words, window), 0, [])
     if graph == "none":
         return (*self_loop_edges(n_words), 0, [])
+    if graph == "tree" and parent is not None:
+        return constituency_edges(list(parent), n_words)
     if graph in ("dep", "tree"):
         if heads is None or len(heads) != n_words:
             raise ValueError(f"graph={graph} needs one head per word ({n_words} words)")
@@ -152,15 +215,19 @@ def piece_graph(
     window: int = 2,
     bpt_k: int = 4,
     mask_id: int | None = None,
+    parent: Sequence[int] | None = None,
 ) -> dgl.DGLGraph:
     """The DGL graph of one sentence's pieces under the lifted word-level ``graph`` (module docstring).
 
-    Word-level constructions see the words that kept at least one piece after truncation; ``heads``
-    of cut words are dropped (a kept word whose head was cut becomes a root)."""
+        Word-level constructions see the words that kept at least one piece after truncation; ``heads``
+        of cut words are dropped (a kept word whose head was cut becomes a root), as are gold-tree phrases
+    that hold only cut words. ``parent``: the gold constituency tree for ``graph="tree"``."""
     kept = max(pieces.word) + 1 if len(pieces) > 2 else 0  # words are contiguous from 0; truncation cuts the tail
     if heads is not None:
         heads = [h if h < kept else -1 for h in list(heads)[:kept]]
-    src, dst, n_extra, spans = word_edges(graph, kept, heads, window, bpt_k)
+    if parent is not None:
+        parent = truncate_tree(parent, pieces.n_words, kept)
+    src, dst, n_extra, spans = word_edges(graph, kept, heads, window, bpt_k, parent if graph == "tree" else None)
     src, dst = lift_edges(pieces.word, src, dst, kept, n_extra)
     p = len(pieces)
     g = dgl.graph((src, dst), num_nodes=p + n_extra)
