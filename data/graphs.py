@@ -243,6 +243,17 @@ def _undirected_simple(src: torch.Tensor, dst: torch.Tensor, n: int) -> torch.Te
     return a
 
 
+def sign_of_peak(vecs: torch.Tensor, rel_tol: float = 1e-4) -> torch.Tensor:
+    """(k,) +-1 per column: the sign of the column's largest entry by magnitude, where a tie (entries within
+    ``rel_tol`` of the largest |entry|, as when a vector is +-1/sqrt(2) on two leaves) goes to the first
+    such row. Exact ties broken by rounding would pick different rows in float64 and float32."""
+    mag = vecs.abs()
+    near = mag >= mag.max(0).values * (1 - rel_tol)
+    first = near.float().argmax(0)  # argmax of a 0/1 column is its first 1
+    peak = vecs[first, torch.arange(vecs.shape[1])]
+    return torch.where(peak < 0, -1.0, 1.0)
+
+
 def laplacian_pe(src: torch.Tensor, dst: torch.Tensor, n: int, k: int) -> torch.Tensor:
     """(n, k) Laplacian eigenvector positions (Dwivedi et al., 2020): the eigenvectors of
     ``L = I - D^-1/2 A D^-1/2`` with the k smallest non-trivial eigenvalues, zero-padded when n - 1 < k.
@@ -264,8 +275,7 @@ def laplacian_pe(src: torch.Tensor, dst: torch.Tensor, n: int, k: int) -> torch.
     lap = torch.eye(n, dtype=torch.float64) - d[:, None] * a * d[None, :]
     _, vecs = torch.linalg.eigh(lap)  # ascending eigenvalues
     vecs = vecs[:, 1 : k + 1]  # drop the trivial eigenvector
-    peak = vecs[vecs.abs().argmax(0), torch.arange(vecs.shape[1])]  # each vector's largest entry
-    vecs = vecs * torch.where(peak < 0, -1.0, 1.0).double()
+    vecs = vecs * sign_of_peak(vecs).double()
     out = torch.zeros(n, k, dtype=torch.float32)
     out[:, : vecs.shape[1]] = vecs.float()
     return out
