@@ -98,7 +98,7 @@ def build_data(cfg: DictConfig, devices: Devices, world: World) -> Data:
     vocab = Vocab.build(splits["train"]["tokens"], min_freq=int(cfg.dataset.get("min_freq", 1)))
     num_classes = num_classes_of(cfg.dataset, splits)
     construction = make_construction(cfg.graph, vocab, cfg.model)
-    no_trees = construction.name in ("tree", "binary_tree") and "parent" not in splits["train"].column_names
+    no_trees = construction.kind.gold_tree and "parent" not in splits["train"].column_names
     if no_trees and cfg.dataset.name in TEXT_DATASETS:
         message = "graph=%s on %s: no gold trees, so the dependency parse (as graph=dep)"
         log.info(message, construction.name, cfg.dataset.name)

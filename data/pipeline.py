@@ -22,7 +22,7 @@ from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 
 from data import listops
-from data.graphs import EXTRA_NODE_GRAPHS, GRAPHS, STRUCTURAL_PE, TREE_GRAPHS, GraphConstruction
+from data.graphs import STRUCTURAL_PE, GraphConstruction, graph_kind
 from data.text import TEXT_DATASETS, load_text_splits
 from data.vocab import PHRASE, Vocab
 
@@ -100,8 +100,7 @@ def make_construction(graph_cfg: Mapping, vocab: Vocab, model_cfg: Mapping) -> G
     """The graph construction for ``graph_cfg``, with what the model needs on its graphs
     (a ``<cls>`` node for ``readout=cls``; ``ndata['pe']`` for a structural positional encoding)."""
     name = graph_cfg["name"]
-    if name not in GRAPHS:
-        raise ValueError(f"unknown graph {name!r}; valid graphs: {', '.join(GRAPHS)}")
+    kind = graph_kind(name)
     positional = model_cfg.get("positional", "none")
     return GraphConstruction(
         name=name,
@@ -111,7 +110,7 @@ def make_construction(graph_cfg: Mapping, vocab: Vocab, model_cfg: Mapping) -> G
         cls_id=vocab.cls_id if model_cfg.get("readout", "mean") == "cls" else None,
         # phrase nodes (binary_tree; tree on a gold constituency tree) are <phrase> tokens; vocabularies
         # saved before <phrase> existed cannot read binary_tree, and never met a gold tree
-        **({"phrase_id": vocab.phrase_id} if name in EXTRA_NODE_GRAPHS or PHRASE in vocab.stoi else {}),
+        **({"phrase_id": vocab.phrase_id} if kind.adds_nodes or PHRASE in vocab.stoi else {}),
         pe=positional if positional in STRUCTURAL_PE else None,
         pe_dim=int(model_cfg.get("pe_dim", 8)),
         pe_graph=model_cfg.get("pe_graph", "tree"),
@@ -187,7 +186,7 @@ class GraphDataset(Dataset):
         g = self.construction(self.ids[i], self.heads[i], self.gold[i])
         if self.node_labels is not None:  # SST: the sentiment of every word and phrase the graph has a node for
             c = self.construction
-            phrases = c.name in TREE_GRAPHS  # extra nodes of another kind (bpt's spans) have no label
+            phrases = c.kind.is_tree  # extra nodes of another kind (bpt's spans) have no label
             g.ndata["label"] = node_labels(
                 g.num_nodes(), len(self.ids[i]), self.node_labels[i], c.cls_id is not None, phrases
             )

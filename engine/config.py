@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from omegaconf import DictConfig, OmegaConf
 
-from data.graphs import GRAPHS, PE_GRAPHS
+from data.graphs import PE_GRAPHS, graph_kind
 from data.pipeline import DATASETS
 from data.text import TEXT_DATASETS, TREEBANKS
 from engine.device import DEVICES
@@ -19,7 +19,6 @@ def check_config(cfg: DictConfig) -> None:
     """Fail before any work on a value no code path accepts; each message lists the valid ones."""
     choices = [
         ("dataset.name", cfg.dataset.name, DATASETS),
-        ("graph.name", cfg.graph.name, GRAPHS),
         ("model.name", cfg.model.name, MODELS),
         ("model.readout", cfg.model.readout, READOUTS),
         ("model.positional", cfg.model.positional, POSITIONAL),
@@ -31,6 +30,7 @@ def check_config(cfg: DictConfig) -> None:
         ("logger.mode", cfg.logger.mode, MODES),
         ("optim.name", cfg.optim.name, ("adamw",)),  # the one optimiser train.py builds
     ]
+    graph = graph_kind(cfg.graph.name)  # the one place graph names are checked
     for key, value, valid in choices:
         if value not in valid:
             raise ValueError(f"unknown {key} {value!r}; valid: {', '.join(valid)}")
@@ -48,9 +48,9 @@ def check_config(cfg: DictConfig) -> None:
     if cfg.model.name in RECURSIVE_MODELS:
         cell = cfg.model.get("cell") or RECURSIVE_MODELS[cfg.model.name]
         check_recursive(cfg.model.name, cell, cfg.graph.name, cfg.model.readout)
-    if cfg.graph.name == "dep" and cfg.dataset.name not in TEXT_DATASETS:
+    if graph.text_only and cfg.dataset.name not in TEXT_DATASETS:
         raise ValueError(
-            f"graph=dep is the dependency parse of text, and dataset={cfg.dataset.name} is not text: "
+            f"graph={graph.name} is the dependency parse of text, and dataset={cfg.dataset.name} is not text: "
             "use graph=tree (the expression's own tree)"
         )
     if cfg.trainer.get("phrase_loss") and cfg.dataset.name not in TREEBANKS:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from data.graphs import EXTRA_NODE_GRAPHS, GraphConstruction
+from data.graphs import GraphConstruction
 
 FLOATS_PER_EDGE_HEAD = 6  # sparse: per edge and head, per layer (measured: about 2 for the Transformer)
 FLOATS_PER_PAIR_HEAD = 6  # dense, through a mask: per (query, key) pair and head, per layer (measured: about 3)
@@ -43,26 +43,20 @@ UNKNOWN_FREE = 8 * 2**30  # what is assumed free where it cannot be read (lazy g
 
 
 def nodes_per_graph(construction: GraphConstruction, n: int) -> int:
-    return 2 * n if construction.name in EXTRA_NODE_GRAPHS else n
+    return construction.num_nodes(n)
 
 
 def edges_per_graph(construction: GraphConstruction, n: int) -> int:
-    """Edges of the graph of one n-token sentence, without building the big ones."""
-    loops = int(construction.self_loops)
-    if construction.name == "complete":
-        return n * n if loops else n * (n - 1)
-    if construction.name in ("tree", "binary_tree", "dep"):  # both ways along each tree edge, self loops
-        return 5 * n
-    if construction.name == "knn":  # built in the forward pass: k neighbours and a self loop per token
-        return (construction.k + 1) * n
-    return construction(list(range(n)), [-1] + [0] * (n - 1)).num_edges()
+    """Edges of the graph of one n-token sentence, without building the big ones (its kind's count)."""
+    return construction.edge_count(n)
 
 
 def held_edges(construction: GraphConstruction, lengths: list[int]) -> int:
-    """Edges of a whole split's graphs (an upper bound: the per-token count of its longest sentence)."""
+    """Edges of a whole split's graphs: summed per sentence where the construction counts them in closed
+    form, else an upper bound (the per-token count of its longest sentence)."""
     if not lengths:
         return 0
-    if construction.name == "complete":
+    if construction.kind.edge_count is not None:
         return sum(edges_per_graph(construction, n) for n in lengths)
     longest = max(lengths)
     return int(edges_per_graph(construction, longest) / longest * sum(lengths))

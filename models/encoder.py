@@ -25,7 +25,7 @@ from torch import nn
 
 from data.graphs import EDGE_TYPES, STRUCTURAL_PE
 from models.aggregators import AGGREGATORS
-from models.dense import DenseGraph, knn_adjacency, positional_edge_types, to_dense
+from models.dense import DenseGraph, to_dense
 
 READOUTS = ("mean", "root", "cls")
 POSITIONAL = ("sinusoidal", "none") + STRUCTURAL_PE
@@ -93,9 +93,9 @@ class Block(nn.Module):
 class GraphEncoder(nn.Module):
     """Token graph -> class logits.
 
-    ``graph`` is the construction the batches were built with (``data.graphs.GraphConstruction``);
-    the encoder needs it only for kNN, whose edges it rebuilds from each layer's features, and to
-    know a complete graph when it sees one. ``impl`` picks how aggregation runs:
+    ``construction`` is the one the batches were built with (``data.graphs.GraphConstruction``);
+    the encoder needs it only for a dynamic construction (kNN), whose edges it rebuilds from each layer's
+    features, and to know a complete graph when it sees one. ``impl`` picks how aggregation runs:
     ``sparse`` (DGL message passing), ``dense`` (padded batch + adjacency mask, ``models/dense.py``)
     or ``auto`` (dense when edges / (B * n_max^2), the share of the padded batch's n x n pairs that
     are edges, is at least ``dense_min_density``, or when DGL cannot follow the model to its device).
@@ -120,7 +120,7 @@ class GraphEncoder(nn.Module):
         share_weights: bool = False,
         scaled: bool = True,
         pe_dim: int = 8,
-        graph=None,
+        construction=None,
         impl: str = "sparse",
         dense_min_density: float = 0.0,
         edge_types: bool = False,
@@ -137,7 +137,7 @@ class GraphEncoder(nn.Module):
             if value not in valid:
                 raise ValueError(f"unknown model.{name} {value!r}; valid: {', '.join(valid)}")
         self.hidden_dim, self.num_layers, self.positional, self.readout = hidden_dim, num_layers, positional, readout
-        self.graph, self.impl, self.dense_min_density = graph, impl, dense_min_density
+        self.construction, self.impl, self.dense_min_density = construction, impl, dense_min_density
         self.edge_types = bool(edge_types)
         self.embed = nn.Embedding(vocab_size, hidden_dim)
         self.embed_dropout = nn.Dropout(dropout)
@@ -161,7 +161,7 @@ class GraphEncoder(nn.Module):
 
     @property
     def dynamic(self) -> bool:
-        return self.graph is not None and self.graph.dynamic
+        return self.construction is not None and self.construction.dynamic
 
     def choose_impl(self, g: dgl.DGLGraph) -> str:
         """sparse or dense for this batch (see the class docstring)."""
@@ -176,7 +176,7 @@ class GraphEncoder(nn.Module):
         if self.impl != "auto":
             return self.impl
         sizes = g.batch_num_nodes().double()
-        edges = (self.graph.k + 1) * sizes.sum() if self.dynamic else g.num_edges()
+        edges = sum(self.construction.edge_count(int(n)) for n in sizes) if self.dynamic else g.num_edges()
         padded_pairs = len(sizes) * sizes.max() ** 2  # what the dense twin computes, padding included
         return "dense" if edges / padded_pairs >= self.dense_min_density else "sparse"
 
@@ -209,34 +209,23 @@ class GraphEncoder(nn.Module):
         """Final node features (N, d), by message passing on ``g``."""
         h = self.embed_nodes(g)
         for block in self.layers():
-            layer_graph = self.graph.rebuild(g, h) if self.dynamic else g
+            layer_graph = self.construction.rebuild(g, h) if self.dynamic else g
             h = block(layer_graph, h)
         return self.final_norm(h)
 
     def dense_graph(self, g: dgl.DGLGraph) -> tuple[DenseGraph, torch.Tensor]:
         """The padded twin of ``g`` on the model's device, and its (B, n) mask of token nodes."""
         device = self.embed.weight.device
-        complete = self.graph is not None and self.graph.name == "complete" and self.graph.self_loops
+        complete = self.construction is not None and self.construction.dense_complete
         dg = to_dense(g, device, complete=complete, edge_types=self.edge_types)
         return dg, dg.valid & (dg.pad(g.ndata["pos"].to(device)) >= 0)  # pos is -1 at <cls>
-
-    def dense_knn(self, dg: DenseGraph, x: torch.Tensor, tokens: torch.Tensor) -> DenseGraph:
-        """This layer's kNN graph from padded features (B, n, d), as ``GraphConstruction.rebuild`` builds it
-        sparse: tokens from their k nearest tokens, plus the static <cls> edges and self loops."""
-        adj = knn_adjacency(x, tokens, self.graph.k) | dg.adjacency()
-        if self.graph.self_loops:
-            adj = adj | (torch.eye(x.shape[1], dtype=torch.bool, device=x.device) & tokens[:, :, None])
-        etype = None
-        if self.edge_types:  # by position, as GraphConstruction.rebuild types them (pos -1 marks <cls>)
-            etype = positional_edge_types(torch.where(tokens, 0, -1))
-        return DenseGraph(dg.valid, dg.index, adj, etype)
 
     def dense_states(self, g: dgl.DGLGraph) -> tuple[torch.Tensor, DenseGraph, torch.Tensor]:
         """Final node features (B, n, d) of the padded batch, its DenseGraph and token mask."""
         dg, tokens = self.dense_graph(g)
         x = dg.pad(self.embed_nodes(g))  # (B, n, d)
         for block in self.layers():
-            x = block(self.dense_knn(dg, x, tokens) if self.dynamic else dg, x)
+            x = block(self.construction.rebuild_dense(dg, x, tokens, self.edge_types) if self.dynamic else dg, x)
         return self.final_norm(x), dg, tokens
 
     def forward(self, g: dgl.DGLGraph, nodes: bool = False):
@@ -311,7 +300,7 @@ def build_model(model_cfg, vocab_size: int, num_classes: int, construction=None)
         share_weights=bool(model_cfg["share_weights"]),
         scaled=bool(model_cfg.get("scaled", True)),
         pe_dim=int(model_cfg.get("pe_dim", 8)),
-        graph=construction,
+        construction=construction,
         impl=model_cfg.get("impl", "sparse"),
         dense_min_density=float(model_cfg.get("dense_min_density", 0.0)),
         edge_types=bool(model_cfg.get("edge_types", False)),

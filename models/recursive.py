@@ -36,7 +36,7 @@ import dgl
 import torch
 from torch import nn
 
-from data.graphs import FROM_CHILD, TREE_GRAPHS
+from data.graphs import FROM_CHILD, GRAPH_KINDS, tree_graphs
 
 CELLS = ("childsum", "binary", "deepsets")
 
@@ -62,7 +62,7 @@ def child_edges(g: dgl.DGLGraph) -> tuple[torch.Tensor, torch.Tensor]:
     if "height" not in g.ndata or "etype" not in g.edata:
         raise ValueError(
             "recursive models (model=treelstm, model=recursive) need a tree to walk: "
-            f"use graph={' or graph='.join(TREE_GRAPHS)}"
+            f"use graph={' or graph='.join(tree_graphs())}"
         )
     src, dst = g.edges()
     up = g.edata["etype"] == FROM_CHILD
@@ -264,13 +264,14 @@ def check_recursive(model: str, cell: str, graph: str | None, readout: str = "ro
     ``build_model`` again): a known cell, a graph with a tree, two ordered children for the binary cell."""
     if cell not in CELLS:
         raise ValueError(f"unknown model.cell {cell!r}; valid: {', '.join(CELLS)}")
-    if graph is not None and graph not in TREE_GRAPHS:
+    if graph is not None and (graph not in GRAPH_KINDS or not GRAPH_KINDS[graph].is_tree):
         raise ValueError(
             f"model={model} walks a tree from the leaves up, and graph={graph} has no tree "
-            f"(no child -> head direction): use graph={' or graph='.join(TREE_GRAPHS)}"
+            f"(no child -> head direction): use graph={' or graph='.join(tree_graphs())}"
         )
-    if cell == "binary" and graph is not None and graph != "binary_tree":
-        raise ValueError("model.cell=binary reads two ordered children per node: use graph=binary_tree")
+    if cell == "binary" and graph is not None and not GRAPH_KINDS[graph].binary:
+        binary = " or graph=".join(k.name for k in GRAPH_KINDS.values() if k.binary)
+        raise ValueError(f"model.cell=binary reads two ordered children per node: use graph={binary}")
     if readout not in ("root", "mean"):
         raise ValueError(f"model={model} reads out the root or the mean of the tokens: set model.readout=root")
 

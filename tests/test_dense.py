@@ -38,7 +38,7 @@ def batch(construction, num=7, seed=3, max_length=40):
 def encoder(model, construction, readout="mean", **kw):
     torch.manual_seed(0)
     return GraphEncoder(
-        20, 10, aggregator=model, hidden_dim=32, num_layers=2, num_heads=4, graph=construction, readout=readout, **kw
+        20, 10, aggregator=model, hidden_dim=32, num_layers=2, num_heads=4, construction=construction, readout=readout, **kw
     ).eval()
 
 

@@ -238,7 +238,7 @@ def test_bare_digit_through_every_synchronous_model(graph, impl):
     pair = dgl.batch([alone, con([4, 7, 7, 5], [-1, 0, 0, 0])])
     for name in ("gcn", "gat", "transformer", "sum", "mean", "max"):
         torch.manual_seed(0)
-        m = GraphEncoder(20, 10, aggregator=name, hidden_dim=16, num_layers=2, graph=con, impl=impl,
+        m = GraphEncoder(20, 10, aggregator=name, hidden_dim=16, num_layers=2, construction=con, impl=impl,
                          readout="root", edge_types=True).eval()  # fmt: skip
         out = m(alone)
         assert out.shape == (1, 10) and torch.isfinite(out).all()
