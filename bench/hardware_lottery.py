@@ -168,7 +168,9 @@ def layer_step(model: GraphEncoder, g: dgl.DGLGraph, impl: str, x: torch.Tensor)
         else:  # as GraphEncoder.dense_states runs one layer, padding included
             dg, tokens = model.dense_graph(g)
             hp = dg.pad(h)
-            out = dg.unpad(block(model.construction.rebuild_dense(dg, hp, tokens, model.edge_types) if model.dynamic else dg, hp))
+            out = dg.unpad(
+                block(model.construction.rebuild_dense(dg, hp, tokens, model.edge_types) if model.dynamic else dg, hp)
+            )
         out.square().mean().backward()
 
     return step, chosen

@@ -555,7 +555,9 @@ class GraphConstruction:
         n = len(tok_ids)
         built = self.kind.build(self, n, heads, tree)
         src, dst, extra, parents, order = built.src, built.dst, built.extra, built.parents, built.order
-        tok = torch.cat([torch.tensor(tok_ids, dtype=torch.long), torch.full((extra,), self.phrase_id, dtype=torch.long)])
+        tok = torch.cat(
+            [torch.tensor(tok_ids, dtype=torch.long), torch.full((extra,), self.phrase_id, dtype=torch.long)]
+        )
         pos = torch.cat([torch.arange(n), torch.full((extra,), -1, dtype=torch.long)])
         num = len(tok)
         root = torch.zeros(num, dtype=torch.bool)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from data.graphs import GraphConstruction
+from models import family_of, model_config
 
 FLOATS_PER_EDGE_HEAD = 6  # sparse: per edge and head, per layer (measured: about 2 for the Transformer)
 FLOATS_PER_PAIR_HEAD = 6  # dense, through a mask: per (query, key) pair and head, per layer (measured: about 3)
@@ -64,11 +65,10 @@ def held_edges(construction: GraphConstruction, lengths: list[int]) -> int:
 
 def estimate_bytes(model_cfg, construction: GraphConstruction, n: int, batch: int, impl: str) -> int:
     """Peak memory of one training step on ``batch`` sentences of ``n`` tokens (``impl``: sparse | dense)."""
-    if model_cfg.get("name") in ("treelstm", "recursive"):  # one pass up the tree: states per node
-        return 4 * FLOATS_PER_NODE_DIM * batch * 2 * n * int(model_cfg.get("hidden_dim", 128))
-    layers = int(model_cfg.get("num_layers", 1))
-    hidden = int(model_cfg.get("hidden_dim", 64))
-    heads = int(model_cfg.get("num_heads", 1))
+    config = model_config(model_cfg)
+    if family_of(config.name).memory == "one_pass":  # one pass up the tree: states per node
+        return 4 * FLOATS_PER_NODE_DIM * batch * 2 * n * config.hidden_dim
+    layers, hidden, heads = config.num_layers, config.hidden_dim, config.num_heads
     width = nodes_per_graph(construction, n)
     edges = batch * edges_per_graph(construction, n)
     per_layer = FLOATS_PER_NODE_DIM * batch * width * hidden
@@ -83,13 +83,14 @@ def runs_dense(model_cfg, construction: GraphConstruction, n: int, devices) -> b
     """Will a batch of n-token sentences run on the dense path? As ``GraphEncoder.choose_impl`` decides:
     always with impl=dense; with auto, when the graphs cannot follow the model to its device (DGL's CPU
     wheel and a GPU) or when edges fill at least ``dense_min_density`` of the padded pairs."""
-    impl = model_cfg.get("impl", "sparse")
-    if model_cfg.get("name") in ("treelstm", "recursive") or impl == "sparse":
+    config = model_config(model_cfg)
+    impl = config.impl
+    if family_of(config.name).memory == "one_pass" or impl == "sparse":
         return False
     if impl == "dense" or devices[1] != devices[0]:
         return True
     width = nodes_per_graph(construction, n)
-    return edges_per_graph(construction, n) / width**2 >= float(model_cfg.get("dense_min_density", 0.0))
+    return edges_per_graph(construction, n) / width**2 >= config.dense_min_density
 
 
 def memory_plan(cfg, construction: GraphConstruction, lengths: dict[str, list[int]], devices) -> dict[str, bool]:

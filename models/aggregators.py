@@ -111,6 +111,8 @@ class GCNAggregation(nn.Module):
 class _MultiHeadAttention(nn.Module):
     """Shared by GAT and the Transformer: scores per edge -> edge_softmax -> weighted sum -> O."""
 
+    splits_heads = True  # each head reads hidden_dim / num_heads units: num_heads must divide hidden_dim
+
     def __init__(self, dim: int, num_heads: int, attn_dropout: float = 0.0, edge_types: int = 0):
         super().__init__()
         if dim % num_heads:
@@ -337,6 +339,7 @@ def _pool(reduce: str):
     return make
 
 
+DEFAULT_AGGREGATOR = "transformer"  # GraphEncoder's when none is named (the YAML always names one)
 AGGREGATORS = {
     "gcn": GCNAggregation,
     "gin": _pool("sum"),  # GIN's sum; the block's feed-forward is its MLP (conf/model/gin.yaml: typed, gated, tied)

@@ -17,15 +17,19 @@ comes from a child, the head, itself, the left or the right (``models/aggregator
 
 from __future__ import annotations
 
+import inspect
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 
 import dgl
 import torch
 from torch import nn
 
-from data.graphs import EDGE_TYPES, STRUCTURAL_PE
-from models.aggregators import AGGREGATORS
+from data.graphs import EDGE_TYPES, PE_GRAPHS, STRUCTURAL_PE, GraphKind
+from models.aggregators import AGGREGATORS, DEFAULT_AGGREGATOR
 from models.dense import DenseGraph, to_dense
+from models.registry import ModelFamily, build_model, register_family, typed_fields  # noqa: F401  (build_model: re-exported)
 
 READOUTS = ("mean", "root", "cls")
 POSITIONAL = ("sinusoidal", "none") + STRUCTURAL_PE
@@ -106,7 +110,7 @@ class GraphEncoder(nn.Module):
         self,
         vocab_size: int,
         num_classes: int,
-        aggregator: str = "transformer",
+        aggregator: str = DEFAULT_AGGREGATOR,
         hidden_dim: int = 64,
         num_layers: int = 4,
         num_heads: int = 4,
@@ -143,7 +147,8 @@ class GraphEncoder(nn.Module):
         self.embed_dropout = nn.Dropout(dropout)
         # lap_pe / random_walk_pe arrive as ndata['pe'] (N, pe_dim), built with the graphs; a linear map to d
         self.pe_proj = nn.Linear(pe_dim, hidden_dim) if positional in STRUCTURAL_PE else None
-        extra = {"scaled": scaled} if aggregator == "transformer" else {}
+        takes_scaled = "scaled" in inspect.signature(AGGREGATORS[aggregator]).parameters  # dot-product attention
+        extra = {"scaled": scaled} if takes_scaled else {}
         if edge_types:
             extra["edge_types"] = len(EDGE_TYPES)
 
@@ -259,50 +264,75 @@ class GraphEncoder(nn.Module):
             return dgl.sum_nodes(g, "h") / dgl.sum_nodes(g, "w").clamp(min=1)  # (B, d)
 
 
-# Recursive models (models/recursive.py): name -> the cell used when model.cell is not given.
-RECURSIVE_MODELS = {"treelstm": "childsum", "recursive": "deepsets"}
-MODELS = tuple(AGGREGATORS) + tuple(RECURSIVE_MODELS)
+@dataclass(frozen=True)
+class EncoderConfig:
+    """Every knob of :class:`GraphEncoder`, as conf/encoder/default.yaml (the single source of their defaults)
+    and conf/model/<aggregator>.yaml set them. Checked once, when made."""
+
+    name: str  # the aggregator: a key of models.aggregators.AGGREGATORS
+    hidden_dim: int
+    num_layers: int
+    num_heads: int
+    ffn: bool
+    ffn_mult: int
+    dropout: float
+    attn_dropout: float
+    scaled: bool
+    positional: str
+    pe_dim: int
+    pe_graph: str
+    readout: str
+    norm: str
+    share_weights: bool
+    edge_types: bool
+    update: str
+    impl: str
+    dense_min_density: float
+
+    family = "encoder"
+
+    @classmethod
+    def from_mapping(cls, cfg: Mapping) -> EncoderConfig:
+        return cls(**typed_fields(cls, cfg))
+
+    def __post_init__(self):
+        for key, valid in (
+            ("name", tuple(AGGREGATORS)),
+            ("readout", READOUTS),
+            ("positional", POSITIONAL),
+            ("pe_graph", PE_GRAPHS),
+            ("norm", NORMS),
+            ("update", UPDATES),
+            ("impl", IMPLS),
+        ):
+            if getattr(self, key) not in valid:
+                raise ValueError(f"unknown model.{key} {getattr(self, key)!r}; valid: {', '.join(valid)}")
+        for key in ("hidden_dim", "num_layers", "num_heads"):
+            value = getattr(self, key)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"model.{key} must be an integer >= 1, got {value!r}")
+        if getattr(AGGREGATORS[self.name], "splits_heads", False) and self.hidden_dim % self.num_heads:
+            raise ValueError(
+                f"model.hidden_dim={self.hidden_dim} must be divisible by model.num_heads={self.num_heads}"
+            )
+
+    def check(self, graph: GraphKind) -> None:
+        """Rules between this config and the graph construction (the construction checks the rest)."""
 
 
-def build_model(model_cfg, vocab_size: int, num_classes: int, construction=None) -> nn.Module:
-    """The model named by ``model.name``: a synchronous encoder with an aggregator of
-    ``models.aggregators.AGGREGATORS``, or a recursive model (``treelstm``, ``recursive``), with the config's sizes."""
-    if model_cfg["name"] not in MODELS:
-        raise ValueError(f"unknown model {model_cfg['name']!r}; valid models: {', '.join(MODELS)}")
-    if model_cfg["name"] in RECURSIVE_MODELS:
-        from models.recursive import RecursiveEncoder, check_recursive
+def build_encoder(config: EncoderConfig, vocab_size: int, num_classes: int, construction=None) -> GraphEncoder:
+    """A synchronous encoder with the config's aggregator and sizes."""
+    values = {f.name: getattr(config, f.name) for f in fields(config) if f.name not in ("name", "pe_graph")}
+    return GraphEncoder(vocab_size, num_classes, aggregator=config.name, construction=construction, **values)
 
-        cell = model_cfg.get("cell") or RECURSIVE_MODELS[model_cfg["name"]]
-        graph = construction.name if construction is not None else None
-        check_recursive(model_cfg["name"], cell, graph, model_cfg["readout"])
-        return RecursiveEncoder(
-            vocab_size,
-            num_classes,
-            cell=cell,
-            hidden_dim=int(model_cfg["hidden_dim"]),
-            dropout=float(model_cfg["dropout"]),
-            readout=model_cfg["readout"],
-        )
-    return GraphEncoder(
-        vocab_size,
-        num_classes,
-        aggregator=model_cfg["name"],
-        hidden_dim=int(model_cfg["hidden_dim"]),
-        num_layers=int(model_cfg["num_layers"]),
-        num_heads=int(model_cfg["num_heads"]),
-        ffn=bool(model_cfg["ffn"]),
-        ffn_mult=int(model_cfg["ffn_mult"]),
-        dropout=float(model_cfg["dropout"]),
-        attn_dropout=float(model_cfg["attn_dropout"]),
-        positional=model_cfg["positional"],
-        readout=model_cfg["readout"],
-        norm=model_cfg["norm"],
-        share_weights=bool(model_cfg["share_weights"]),
-        scaled=bool(model_cfg.get("scaled", True)),
-        pe_dim=int(model_cfg.get("pe_dim", 8)),
-        construction=construction,
-        impl=model_cfg.get("impl", "sparse"),
-        dense_min_density=float(model_cfg.get("dense_min_density", 0.0)),
-        edge_types=bool(model_cfg.get("edge_types", False)),
-        update=model_cfg.get("update", "residual"),
+
+register_family(
+    ModelFamily(
+        "encoder",
+        models=tuple(AGGREGATORS),
+        config=EncoderConfig,
+        build=build_encoder,
+        description="L blocks of synchronous message passing with one aggregator (gcn, gat, transformer, ...)",
+        memory="layers",
     )
+)

@@ -30,13 +30,15 @@ Two ways to run the schedule, tested equal (tests/test_recursive.py):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import dgl
 import torch
 from torch import nn
 
-from data.graphs import FROM_CHILD, GRAPH_KINDS, tree_graphs
+from data.graphs import FROM_CHILD, GRAPH_KINDS, GraphKind, tree_graphs
+from models.registry import ModelFamily, register_family, typed_fields
 
 CELLS = ("childsum", "binary", "deepsets")
 
@@ -366,3 +368,59 @@ class RecursiveEncoder(nn.Module):
 
     def forward_reference(self, g: dgl.DGLGraph) -> torch.Tensor:
         return self.readout_logits(g, self.node_states_reference(g))
+
+
+# --------------------------------------------------------------------------------------------
+# The family: its model names (each with its default cell), its typed config, its builder
+# --------------------------------------------------------------------------------------------
+RECURSIVE_MODELS = {"treelstm": "childsum", "recursive": "deepsets"}  # name -> the cell when model.cell is null
+
+
+@dataclass(frozen=True)
+class RecursiveConfig:
+    """The keys conf/model/treelstm.yaml and recursive.yaml carry. Checked once, when made."""
+
+    name: str
+    cell: str | None
+    hidden_dim: int
+    dropout: float
+    readout: str
+
+    family = "recursive"
+    impl = "auto"  # only index tensors leave the graphs: they may stay on the CPU beside a GPU model
+
+    @classmethod
+    def from_mapping(cls, cfg: Mapping) -> RecursiveConfig:
+        values = typed_fields(cls, {"cell": None, **cfg})  # a config may leave the cell to the model name
+        return cls(**{**values, "cell": values["cell"] or RECURSIVE_MODELS[values["name"]]})
+
+    def __post_init__(self):
+        if not isinstance(self.hidden_dim, int) or isinstance(self.hidden_dim, bool) or self.hidden_dim < 1:
+            raise ValueError(f"model.hidden_dim must be an integer >= 1, got {self.hidden_dim!r}")
+        check_recursive(self.name, self.cell, None, self.readout)
+
+    def check(self, graph: GraphKind) -> None:
+        check_recursive(self.name, self.cell, graph.name, self.readout)
+
+
+def build_recursive(config: RecursiveConfig, vocab_size: int, num_classes: int, construction=None) -> RecursiveEncoder:
+    return RecursiveEncoder(
+        vocab_size,
+        num_classes,
+        cell=config.cell,
+        hidden_dim=config.hidden_dim,
+        dropout=config.dropout,
+        readout=config.readout,
+    )
+
+
+register_family(
+    ModelFamily(
+        "recursive",
+        models=tuple(RECURSIVE_MODELS),
+        config=RecursiveConfig,
+        build=build_recursive,
+        description="one pass up the tree, children first (Tree-LSTM, recursive Deep Sets)",
+        memory="one_pass",
+    )
+)

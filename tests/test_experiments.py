@@ -492,7 +492,7 @@ def test_experiment_files_have_a_command_header():
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_every_sweep_point_composes_and_passes_the_config_checks(name):
-    from train import check_config
+    from engine.config import check_config
 
     points = sweep_points(name)
     assert len(points) >= 1

@@ -14,12 +14,13 @@ from data.pipeline import GraphDataset, collate, load_splits, make_construction
 from data.text import load_text_splits, tree_depth
 from data.vocab import Vocab
 from engine.checkpoint import load_checkpoint
+from engine.config import check_config
 from evaluate import evaluate
 from models import build_model
 from tests.conftest import assert_breakdowns_match_test_acc, compose_config
 from tests.test_bad_input import cli
 from tests.test_corpora import SHARED, needs_shared
-from train import check_config, run
+from train import run
 
 # Hand-written trees: brackets escaped as the treebank does, a neutral sentence, a one-word sentence.
 TREES = [
