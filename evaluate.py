@@ -23,7 +23,7 @@ from data.datasets import dataset_entry
 from data.pipeline import GraphDataset, load_splits, make_loader
 from engine.checkpoint import load_checkpoint, load_model
 from engine.config import exit_on_user_error
-from engine.device import graph_device, pick_device
+from engine.distributed import graph_device, pick_device
 from engine.evaluation import format_table, plot_confusion, predict, summarize
 from engine.io import write_json
 from models.encoder import IMPLS

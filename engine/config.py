@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from data.datasets import DATASETS, DatasetEntry, dataset_entry
 from data.graphs import GraphKind, graph_kind
-from engine.device import DEVICES
+from engine.distributed import DEVICES
 from engine.tracking import MODES
 from models import model_config
 

@@ -13,7 +13,7 @@ import torch
 
 from data import listops
 from data.graphs import GRAPH_KINDS, GraphConstruction, knn_edges
-from engine.device import graph_device
+from engine.distributed import graph_device
 from evaluate import evaluate
 from models.aggregators import AGGREGATORS
 from models.dense import knn_adjacency, to_dense

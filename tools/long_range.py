@@ -46,7 +46,7 @@ from torch.utils.data import DataLoader
 from data import listops
 from data.pipeline import GraphDataset, collate, describe_example, load_splits
 from engine.checkpoint import load_checkpoint, load_model
-from engine.device import graph_device, pick_device
+from engine.distributed import graph_device, pick_device
 from engine.evaluation import LENGTH_BUCKETS, predict, summarize
 from engine.io import write_json
 from engine.memory import nodes_per_graph
