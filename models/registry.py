@@ -17,6 +17,11 @@ from dataclasses import dataclass, fields
 
 @dataclass(frozen=True)
 class ModelFamily:
+    """A kind of model. Its config class has ``from_mapping(mapping)`` (checks every value, names a missing key),
+    ``check(graph_kind)`` (rules involving the graph construction) and the attributes the rest of the code
+    reads: ``name``, ``impl`` (sparse | dense | auto: where its graphs may live), and for ``memory="layers"``
+    ``hidden_dim``, ``num_layers``, ``num_heads`` (and ``dense_min_density`` when ``impl`` is auto)."""
+
     name: str
     models: tuple[str, ...]  # the model.name values it serves
     config: type  # its typed config: a dataclass with from_mapping(mapping, model) and check(graph_kind)
@@ -72,7 +77,7 @@ def typed_fields(config_type: type, mapping: Mapping) -> dict:
 
 def model_config(mapping):
     """The typed, checked config of ``model:`` (a mapping from YAML or a checkpoint; a typed one passes)."""
-    if not isinstance(mapping, Mapping) and hasattr(mapping, "family"):
+    if not isinstance(mapping, Mapping):  # already typed (a family's dataclass)
         return mapping
     return family_of(mapping["name"]).config.from_mapping(mapping)
 
