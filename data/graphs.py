@@ -128,7 +128,7 @@ def bpt_edges(n: int, k: int = 4, self_loops: bool = True) -> tuple[torch.Tensor
       blocks of level 1, then k of level 2, and so on. Before the k blocks of level l, one block of
       level l - 1 is taken when the covered stretch does not end on a level-l boundary, so the
       stretches never overlap and never leave a gap: the senders of token i cover every other token
-      exactly once (tests/test_long_range.py checks it): at most 2(k + 1) senders per level, over about
+      exactly once (tests/engine/test_long_range.py checks it): at most 2(k + 1) senders per level, over about
       log2(n / k) levels (57 per token at n = 1,000 with k = 4).
 
     Edge types: a span hears a token ``from_child``; a token hears a sender on its left ``from_left``,
@@ -222,7 +222,7 @@ def knn_edges(x: torch.Tensor, sizes: list[int], k: int, self_loops: bool = True
     if large:
         idx = torch.cat([torch.arange(sizes[i], device=x.device) + offsets[i] for i in large])
         g = dgl.segmented_knn_graph(x[idx], k, [sizes[i] for i in large], exclude_self=True)
-        s, d = g.edges()  # edge neighbour -> point (checked in tests/test_graphs.py)
+        s, d = g.edges()  # edge neighbour -> point (checked in tests/data/test_graphs.py)
         srcs.append(idx[s])
         dsts.append(idx[d])
     src, dst = torch.cat(srcs), torch.cat(dsts)
@@ -245,7 +245,7 @@ def laplacian_pe(src: torch.Tensor, dst: torch.Tensor, n: int, k: int) -> torch.
     """(n, k) Laplacian eigenvector positions (Dwivedi et al., 2020): the eigenvectors of
     ``L = I - D^-1/2 A D^-1/2`` with the k smallest non-trivial eigenvalues, zero-padded when n - 1 < k.
 
-    The same quantity as ``dgl.lap_pe(g, k, padding=True)`` (tests/test_experiments.py compares them), computed
+    The same quantity as ``dgl.lap_pe(g, k, padding=True)`` (tests/tools/test_experiments.py compares them), computed
     with a dense symmetric eigensolver: exact and deterministic for sentence-sized graphs, where
     ``dgl.lap_pe`` uses ARPACK with tolerance 1e-2 and a random start. An eigenvector's sign is
     arbitrary; the one here makes its largest entry positive, and the model flips signs at random while

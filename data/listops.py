@@ -446,7 +446,7 @@ def load_listops_splits(cfg: Mapping, progress: bool = True) -> dict:
                 )
                 # The generator de-duplicates, so it runs out of short expressions early: its first
                 # examples are shorter than its last. Shuffled with the data seed, the splits are
-                # i.i.d. samples of one pool (tests/test_listops.py checks their lengths and depths agree).
+                # i.i.d. samples of one pool (tests/data/test_listops.py checks their lengths and depths agree).
                 if cfg["shuffle"]:
                     random.Random(int(cfg["seed"])).shuffle(generated)
             start = sum(sizes[: SPLITS.index(split)])

@@ -5,7 +5,7 @@ The estimate counts what a training step keeps for the backward pass, per layer:
 and head (message passing: scores, attention weights, messages), or per token pair and head (the dense
 path: the (B, h, n, n) attention), and a few hidden vectors per node. The constants are upper envelopes
 of the peaks ``bench/scaling.py`` measured (bench/results/scaling.csv: Transformer, d = 64, 4 heads,
-4 layers, one batch of 8,192 tokens); tests/test_long_range.py checks the estimate against a measured
+4 layers, one batch of 8,192 tokens); tests/engine/test_long_range.py checks the estimate against a measured
 step. Where the free memory cannot be read (not Linux, no CUDA), nothing is refused.
 """
 

@@ -4,7 +4,7 @@ Sparse message passing gathers and scatters along edges; the same computation on
 ``(B, n, d)`` is a few dense matrix products, which is what CPUs and GPUs are built for (the
 essay's "hardware lottery"). ``adj[b, i, j]`` is True when node j sends to node i in graph b,
 exactly the edge ``j -> i`` of the DGL graph, so both impls compute the same function with the
-same parameters (tests/test_dense.py checks every model x graph).
+same parameters (tests/models/test_dense.py checks every model x graph).
 
 Only plain torch is used here, so the dense path runs on a GPU even with DGL's CPU-only wheel:
 the batched DGLGraph stays on the CPU and only its index tensors travel.

@@ -17,7 +17,7 @@ the message-passing models are held to. Three cells:
   deepsets   h_i = MLP([x_i ; Σ_c φ(h_c)]): a Deep Sets / GIN update (Zaheer et al., 2017; Xu et
              al., 2019). Its children's sum can count, which sum-mod-10 needs.
 
-Two ways to run the schedule, tested equal (tests/test_recursive.py):
+Two ways to run the schedule, tested equal (tests/models/test_recursive.py):
 
 * ``forward_reference``: DGL's own idiom, ``dgl.prop_nodes_topo`` over the child -> head graph
   with a message / reduce / apply function per cell: readable, but one Python-level pull per

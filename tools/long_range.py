@@ -23,7 +23,7 @@ the length. A model that computes ListOps compositionally should hold its accura
 
 Long expressions are batched by a token budget, and their graphs built batch by batch (the complete
 graph of a 2,000-token expression has 4M edges). Complete graphs run on the dense path (the same
-function as message passing: tests/test_dense.py), which needs no edge list on the device. Scores
+function as message passing: tests/models/test_dense.py), which needs no edge list on the device. Scores
 are saved in each run's ``long_range.json`` and reused (``--force`` scores again).
 """
 

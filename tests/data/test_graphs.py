@@ -129,7 +129,7 @@ def graph_pairs(g: dgl.DGLGraph) -> list[tuple[int, int]]:
     return pair_list(g.edges())
 
 
-# binary_tree and bpt add phrase/span nodes: tests/test_recursive.py and tests/test_long_range.py test those
+# binary_tree and bpt add phrase/span nodes: tests/models/test_recursive.py and tests/engine/test_long_range.py test those
 TOKEN_GRAPHS = tuple(g for g in GRAPHS if not GRAPH_KINDS[g].adds_nodes)
 
 

@@ -14,7 +14,7 @@ import torch
 
 from tests.conftest import compose_config
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "old_checkpoints"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "old_checkpoints"
 EXPECTED = json.loads((FIXTURES / "expected.json").read_text())
 
 
