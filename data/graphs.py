@@ -245,7 +245,7 @@ def laplacian_pe(src: torch.Tensor, dst: torch.Tensor, n: int, k: int) -> torch.
     """(n, k) Laplacian eigenvector positions (Dwivedi et al., 2020): the eigenvectors of
     ``L = I - D^-1/2 A D^-1/2`` with the k smallest non-trivial eigenvalues, zero-padded when n - 1 < k.
 
-    The same quantity as ``dgl.lap_pe(g, k, padding=True)`` (tests/tools/test_experiments.py compares them), computed
+    The same quantity as ``dgl.lap_pe(g, k, padding=True)`` (tests/models/test_positional.py compares them), computed
     with a dense symmetric eigensolver: exact and deterministic for sentence-sized graphs, where
     ``dgl.lap_pe`` uses ARPACK with tolerance 1e-2 and a random start. An eigenvector's sign is
     arbitrary; the one here makes its largest entry positive, and the model flips signs at random while
