@@ -79,7 +79,7 @@ docs: notebooks ## the tutorial website -> build/site/index.html (executed tutor
 	$(PYTHON) -m tools.site build
 
 docs-check: docs ## open every page of the site in headless Chromium (apt-get install chromium); screenshots -> build/site_check/
-	TAGNN_REQUIRE_BROWSER=1 TAGNN_SITE_BUILT=1 $(PYTHON) -m pytest -q -m slow tests/test_site.py $(ARGS)
+	TAGNN_REQUIRE_BROWSER=1 TAGNN_SITE_BUILT=1 $(PYTHON) -m pytest -q -m slow tests/tools/test_site.py $(ARGS)
 
 clean-cache: ## remove parsed text datasets and cached graphs (.cache/tagnn)
 	rm -rf .cache/tagnn

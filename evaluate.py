@@ -13,41 +13,22 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from pathlib import Path
 
-import datasets
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from data import listops
-from data.pipeline import GraphDataset, describe_example, load_splits, make_construction, make_loader
-from data.text import TEXT_DATASETS, load_text_file
-from data.vocab import Vocab
-from engine.checkpoint import load_checkpoint
-from engine.device import graph_device, pick_device
+from data.datasets import dataset_entry
+from data.pipeline import GraphDataset, load_splits, make_loader
+from engine.checkpoint import load_checkpoint, load_model
+from engine.config import exit_on_user_error
+from engine.distributed import graph_device, pick_device
 from engine.evaluation import format_table, plot_confusion, predict, summarize
 from engine.io import write_json
-from models import build_model
 from models.encoder import IMPLS
 
 log = logging.getLogger("evaluate")
-
-
-def load_model(ckpt: dict, path: str = "checkpoint"):
-    """Rebuild (model, vocab, construction, config) from a loaded checkpoint."""
-    config, vocab = ckpt["config"], Vocab(ckpt["vocab"])
-    construction = make_construction(config["graph"], vocab, config["model"])
-    model = build_model(config["model"], len(vocab), int(ckpt["num_classes"]), construction)
-    rows = ckpt["model"].get("embed.weight")
-    if rows is None or rows.shape[0] != len(vocab):
-        raise ValueError(
-            f"{path}: its weights do not match its vocabulary ({None if rows is None else rows.shape[0]} "
-            f"embeddings, {len(vocab)} tokens); it was not written by this version of train.py"
-        )
-    model.load_state_dict(ckpt["model"])
-    return model, vocab, construction, config
 
 
 def evaluate(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
@@ -63,20 +44,17 @@ def evaluate(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
     devices = (device, graph_device(device, model.impl))
     model.to(device)
 
-    if cfg.data_file and config["dataset"]["name"] in TEXT_DATASETS:  # a CSV/TSV/JSON of sentences
-        ds, source = load_text_file(cfg.data_file, config["dataset"]), str(cfg.data_file)
-    elif cfg.data_file:
-        rows = listops.read_tsv(cfg.data_file, max_length=cfg.max_length)
-        ds, source = datasets.Dataset.from_list(rows).map(describe_example), str(cfg.data_file)
+    entry = dataset_entry(config["dataset"]["name"])
+    if cfg.data_file:  # a file in the dataset's own format (ListOps: a TSV; text: CSV/TSV/JSON of sentences)
+        ds, source = entry.read_file(cfg.data_file, config["dataset"], cfg.max_length), str(cfg.data_file)
     else:
-        if cfg.split not in ("train", "val", "test"):
-            raise ValueError(f"unknown split {cfg.split!r}; valid: train, val, test")
+        if cfg.split not in entry.splits:
+            raise ValueError(f"unknown split {cfg.split!r}; valid: {', '.join(entry.splits)}")
         ds, source = load_splits(config["dataset"])[cfg.split], f"{config['dataset']['name']}/{cfg.split}"
     data = GraphDataset(ds, vocab, construction, desc="eval")
     # Words unseen in training are <unk>, as they were when train.py scored the test split. A file of mostly
     # unknown tokens (any, for ListOps' closed vocabulary) is the wrong kind of data for this checkpoint.
-    text = config["dataset"]["name"] in TEXT_DATASETS
-    if cfg.data_file and data.unknown_share > (0.5 if text else 0.0):
+    if cfg.data_file and data.unknown_share > entry.unknown_limit:
         raise ValueError(
             f"{data.unknown_share:.0%} of the tokens in {source} are not in the checkpoint's vocabulary "
             f"({len(vocab)} tokens, trained on {config['dataset']['name']}); use a checkpoint "
@@ -112,13 +90,7 @@ def evaluate(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="evaluate")
 def main(cfg: DictConfig) -> float:
-    try:
-        return evaluate(cfg, HydraConfig.get().runtime.output_dir)["accuracy"]
-    except (ValueError, OSError) as e:  # the user's to fix: one line, no traceback (TAGNN_DEBUG=1 shows it)
-        if os.environ.get("TAGNN_DEBUG"):
-            raise
-        print(f"error: {e.strerror if isinstance(e, OSError) and e.strerror else e}", file=sys.stderr)
-        sys.exit(2)
+    return exit_on_user_error(lambda: evaluate(cfg, HydraConfig.get().runtime.output_dir))["accuracy"]
 
 
 if __name__ == "__main__":

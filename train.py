@@ -20,9 +20,8 @@ from __future__ import annotations
 import csv
 import logging
 import os
-import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import hydra
@@ -33,18 +32,25 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 
 import models
+from data.datasets import SPLITS, dataset_entry
 from data.graphs import GraphConstruction
-from data.pipeline import SPLITS, GraphDataset, load_splits, make_construction, make_loader, num_classes_of
-from data.text import TEXT_DATASETS
+from data.pipeline import GraphDataset, load_splits, make_construction, make_loader, num_classes_of
 from data.vocab import Vocab
-from engine.checkpoint import find_resume, load_checkpoint, restore_rng, rng_state, save_checkpoint, seed_everything
-from engine.config import check_config
+from engine.checkpoint import (
+    Progress,
+    find_resume,
+    load_checkpoint,
+    resume,
+    rng_state,
+    save_checkpoint,
+    seed_everything,
+)
+from engine.config import check_config, exit_on_user_error
 from engine.distributed import World, finish, start_devices
 from engine.evaluation import predict, summarize
 from engine.io import write_json
-from engine.loop import train_epoch
+from engine.loop import EpochSettings, train_epoch, warmup_cosine
 from engine.memory import memory_plan
-from engine.schedule import warmup_cosine
 from engine.tracking import Tracker
 
 log = logging.getLogger("train")
@@ -77,19 +83,6 @@ class Training:
     num_params: int
 
 
-@dataclass
-class Progress:
-    """How far training has come; every checkpoint carries it, so a resumed run goes on from there."""
-
-    best_val: float = -1.0
-    best_epoch: int = 0
-    step: int = 0
-    train_seconds: float = 0.0
-    seen_examples: int = 0
-    epoch: int = 0  # the last finished epoch
-    rows: list[dict] = field(default_factory=list)  # metrics.csv's rows of the finished epochs
-
-
 def build_data(cfg: DictConfig, devices: Devices, world: World) -> Data:
     """Splits -> vocabulary -> graphs -> loaders. Too big for the machine is refused here, before the work,
     rather than killed mid-epoch; a split too big to hold as graphs gets its graphs built per batch."""
@@ -98,8 +91,8 @@ def build_data(cfg: DictConfig, devices: Devices, world: World) -> Data:
     vocab = Vocab.build(splits["train"]["tokens"], min_freq=int(cfg.dataset.get("min_freq", 1)))
     num_classes = num_classes_of(cfg.dataset, splits)
     construction = make_construction(cfg.graph, vocab, cfg.model)
-    no_trees = construction.name in ("tree", "binary_tree") and "parent" not in splits["train"].column_names
-    if no_trees and cfg.dataset.name in TEXT_DATASETS:
+    no_trees = construction.kind.gold_tree and "parent" not in splits["train"].column_names
+    if no_trees and dataset_entry(cfg.dataset.name).text:
         message = "graph=%s on %s: no gold trees, so the dependency parse (as graph=dep)"
         log.info(message, construction.name, cfg.dataset.name)
     cache = cfg.dataset.get("cache_dir")  # text datasets: parsed splits and their graphs on disk
@@ -115,9 +108,10 @@ def build_data(cfg: DictConfig, devices: Devices, world: World) -> Data:
     return Data(vocab, num_classes, construction, sets, train_loader, eval_loaders)
 
 
-def build_model(cfg: DictConfig, data: Data, device: torch.device, world: World) -> Training:
-    """The encoder ``model=`` names, and AdamW with a linear warmup + cosine decay over every step of the run."""
-    core = models.build_model(cfg.model, len(data.vocab), data.num_classes, data.construction).to(device)
+def build_training(cfg: DictConfig, model_cfg, data: Data, device: torch.device, world: World) -> Training:
+    """The model ``model=`` names (built by its family from ``model_cfg``, its typed config), and AdamW with a
+    linear warmup + cosine decay over every step of the run."""
+    core = models.build_model(model_cfg, len(data.vocab), data.num_classes, data.construction).to(device)
     ddp_devices = [device] if device.type == "cuda" else None
     model = core if world.size == 1 else DistributedDataParallel(core, device_ids=ddp_devices)
     num_params = sum(p.numel() for p in core.parameters())
@@ -129,23 +123,6 @@ def build_model(cfg: DictConfig, data: Data, device: torch.device, world: World)
     total_steps = int(cfg.trainer.max_epochs) * len(data.train_loader)
     scheduler = warmup_cosine(optimizer, total_steps, float(optim.warmup_ratio), float(optim.min_lr_ratio))
     return Training(core, model, optimizer, scheduler, num_params)
-
-
-def resume(ckpt: dict | None, training: Training, data: Data, metrics_path: Path) -> Progress:
-    """Go on from ``ckpt`` (:func:`find_resume`'s; None: from scratch): weights, optimiser, schedule, random
-    states, counters, and the metrics.csv rows of the epochs it holds (not of later ones, which it does not)."""
-    if not ckpt:
-        return Progress()
-    training.core.load_state_dict(ckpt["model"])
-    training.optimizer.load_state_dict(ckpt["optimizer"])
-    training.scheduler.load_state_dict(ckpt["scheduler"])
-    restore_rng(ckpt["rng"], data.train_loader.rng)
-    rows = []
-    if metrics_path.is_file():
-        with open(metrics_path, newline="") as f:
-            rows = [r for r in csv.DictReader(f) if int(r["epoch"]) <= ckpt["epoch"]]
-    counters = ("best_val_acc", "best_epoch", "step", "train_seconds", "seen_examples", "epoch")
-    return Progress(*(ckpt[k] for k in counters), rows=rows)
 
 
 def fit(
@@ -165,10 +142,11 @@ def fit(
         writer = csv.DictWriter(f, fieldnames=METRICS)
         writer.writeheader()
         writer.writerows(progress.rows)
-        for epoch in range(progress.epoch + 1, int(cfg.trainer.max_epochs) + 1):
+        settings = EpochSettings.from_config(cfg)
+        for epoch in range(progress.epoch + 1, settings.max_epochs + 1):
             t_epoch = time.perf_counter()
             train_loss, train_acc, eps, progress.step = train_epoch(
-                model, data.train_loader, optimizer, scheduler, devices, tracker, progress.step, cfg, epoch, world
+                model, data.train_loader, optimizer, scheduler, devices, tracker, progress.step, settings, epoch, world
             )
             progress.train_seconds += time.perf_counter() - t_epoch
             progress.seen_examples += len(data.sets["train"])
@@ -195,16 +173,11 @@ def save_checkpoints(
 ) -> None:
     """checkpoints/last.pt, and best.pt on a new best validation accuracy: each holds all a resume needs."""
     state = {
-        "best_val_acc": progress.best_val,
-        "best_epoch": progress.best_epoch,
+        **progress.to_dict(),  # best_val_acc, best_epoch, step, train_seconds, seen_examples, epoch
         "model": training.core.state_dict(),
         "optimizer": training.optimizer.state_dict(),
         "scheduler": training.scheduler.state_dict(),
-        "epoch": progress.epoch,
-        "step": progress.step,
         "rng": rng_state(data.train_loader.rng),
-        "train_seconds": progress.train_seconds,
-        "seen_examples": progress.seen_examples,
         "wandb_id": tracker.run_id,
         "config": OmegaConf.to_container(cfg, resolve=True),
         "vocab": data.vocab.to_list(),
@@ -256,16 +229,18 @@ def test_and_report(
 
 def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
     """Train, validate, test; write everything under ``out_dir``; return the results dict."""
-    check_config(cfg)
+    checked = check_config(cfg)
     out_dir = Path(out_dir)
     (out_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
     config = OmegaConf.to_container(cfg, resolve=True)
     seed_everything(int(cfg.seed))
-    devices, world = start_devices(cfg.device, cfg.model.impl)  # torchrun's processes, else a world of one
+    devices, world = start_devices(cfg.device, checked.model.impl)  # torchrun's processes, else a world of one
     data = build_data(cfg, devices, world)  # 1. data
-    training = build_model(cfg, data, devices[0], world)  # 2. model and optimiser
+    training = build_training(cfg, checked.model, data, devices[0], world)  # 2. model and optimiser
     resumed = find_resume(cfg, out_dir)  # 3. fit, from scratch or from where a checkpoint stopped
-    progress = resume(resumed, training, data, out_dir / "metrics.csv")
+    progress = resume(
+        resumed, training.core, training.optimizer, training.scheduler, data.train_loader.rng, out_dir / "metrics.csv"
+    )
     logger_cfg = config["logger"] if world.main else {**config["logger"], "mode": "disabled"}  # rank 0 logs
     tracker = Tracker(logger_cfg, config, out_dir, run_id=resumed.get("wandb_id") if resumed else None)
     tracker.summary({"model/num_params": training.num_params})
@@ -286,13 +261,7 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> float:
-    try:
-        results = run(cfg, HydraConfig.get().runtime.output_dir)
-    except (ValueError, OSError) as e:  # the user's to fix: one line, no traceback (TAGNN_DEBUG=1 shows it)
-        if os.environ.get("TAGNN_DEBUG"):
-            raise
-        print(f"error: {e.strerror if isinstance(e, OSError) and e.strerror else e}", file=sys.stderr)
-        sys.exit(2)
+    results = exit_on_user_error(lambda: run(cfg, HydraConfig.get().runtime.output_dir))
     return results["best_val_acc"]  # what a Hydra sweeper (Optuna) maximises
 
 

@@ -164,11 +164,13 @@ def layer_step(model: GraphEncoder, g: dgl.DGLGraph, impl: str, x: torch.Tensor)
     def step():
         h = x.detach().requires_grad_()
         if chosen == "sparse":  # as GraphEncoder.node_states runs one layer
-            out = block(model.graph.rebuild(g, h) if model.dynamic else g, h)
+            out = block(model.construction.rebuild(g, h) if model.dynamic else g, h)
         else:  # as GraphEncoder.dense_states runs one layer, padding included
             dg, tokens = model.dense_graph(g)
             hp = dg.pad(h)
-            out = dg.unpad(block(model.dense_knn(dg, hp, tokens) if model.dynamic else dg, hp))
+            out = dg.unpad(
+                block(model.construction.rebuild_dense(dg, hp, tokens, model.edge_types) if model.dynamic else dg, hp)
+            )
         out.square().mean().backward()
 
     return step, chosen
@@ -189,7 +191,7 @@ def measure_layers(args, device, graphs, impls, ns) -> list[dict]:
                 num_heads=args.heads,
                 num_layers=1,
                 dropout=0.0,
-                graph=construction,
+                construction=construction,
                 dense_min_density=args.threshold,
             ).to(device)
             x = torch.randn(g.num_nodes(), args.dim, device=device)

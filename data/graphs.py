@@ -44,16 +44,14 @@ the ``<cls>`` node. Tree constructions also store, per node, ``ndata['parent']``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import dgl
 import torch
 
 from data.vocab import PHRASE, SPECIALS
 
-GRAPHS = ("complete", "tree", "dep", "binary_tree", "window", "bpt", "knn", "none")
-TREE_GRAPHS = ("tree", "dep", "binary_tree")  # the constructions that carry a tree (parent, slot, height)
-EXTRA_NODE_GRAPHS = ("binary_tree", "bpt")  # always add about n nodes of their own (phrases, spans; pos = -1)
 # Edge types (edata['etype']): what the receiving node dst is to the sender src.
 SELF, FROM_CHILD, FROM_HEAD, FROM_LEFT, FROM_RIGHT, CLS_EDGE = range(6)
 EDGE_TYPES = ("self", "from_child", "from_head", "from_left", "from_right", "cls")
@@ -130,7 +128,7 @@ def bpt_edges(n: int, k: int = 4, self_loops: bool = True) -> tuple[torch.Tensor
       blocks of level 1, then k of level 2, and so on. Before the k blocks of level l, one block of
       level l - 1 is taken when the covered stretch does not end on a level-l boundary, so the
       stretches never overlap and never leave a gap: the senders of token i cover every other token
-      exactly once (tests/test_long_range.py checks it): at most 2(k + 1) senders per level, over about
+      exactly once (tests/engine/test_long_range.py checks it): at most 2(k + 1) senders per level, over about
       log2(n / k) levels (57 per token at n = 1,000 with k = 4).
 
     Edge types: a span hears a token ``from_child``; a token hears a sender on its left ``from_left``,
@@ -224,7 +222,7 @@ def knn_edges(x: torch.Tensor, sizes: list[int], k: int, self_loops: bool = True
     if large:
         idx = torch.cat([torch.arange(sizes[i], device=x.device) + offsets[i] for i in large])
         g = dgl.segmented_knn_graph(x[idx], k, [sizes[i] for i in large], exclude_self=True)
-        s, d = g.edges()  # edge neighbour -> point (checked in tests/test_graphs.py)
+        s, d = g.edges()  # edge neighbour -> point (checked in tests/data/test_graphs.py)
         srcs.append(idx[s])
         dsts.append(idx[d])
     src, dst = torch.cat(srcs), torch.cat(dsts)
@@ -258,7 +256,7 @@ def laplacian_pe(src: torch.Tensor, dst: torch.Tensor, n: int, k: int) -> torch.
     """(n, k) Laplacian eigenvector positions (Dwivedi et al., 2020): the eigenvectors of
     ``L = I - D^-1/2 A D^-1/2`` with the k smallest non-trivial eigenvalues, zero-padded when n - 1 < k.
 
-    The same quantity as ``dgl.lap_pe(g, k, padding=True)`` (tests/test_experiments.py compares them), computed
+    The same quantity as ``dgl.lap_pe(g, k, padding=True)`` (tests/models/test_positional.py compares them), computed
     with a dense symmetric eigensolver: exact and deterministic for sentence-sized graphs, where
     ``dgl.lap_pe`` uses ARPACK with tolerance 1e-2 and a random start. An eigenvector's sign is
     arbitrary; the one here makes its largest entry positive, and the model flips signs at random while
@@ -363,14 +361,111 @@ def edge_types(src: torch.Tensor, dst: torch.Tensor, parent: torch.Tensor | None
     return torch.where(src == dst, SELF, etype)
 
 
+def positional_edge_types(pos: torch.Tensor) -> torch.Tensor:
+    """(B, n, n) edge types of every pair of a padded batch by position alone (:func:`edge_types`
+    without a tree): self on the diagonal, <cls> to/from a node with ``pos < 0``, else left/right.
+    ``pos`` (B, n) is each node's position, -1 at <cls> (and at padding, which no edge touches)."""
+    n = pos.shape[1]
+    i = torch.arange(n, device=pos.device)
+    etype = torch.where(i[None, :] < i[:, None], FROM_LEFT, FROM_RIGHT).expand(pos.shape[0], n, n)  # j < i: left
+    etype = torch.where((pos[:, :, None] < 0) | (pos[:, None, :] < 0), CLS_EDGE, etype)
+    return torch.where(torch.eye(n, dtype=torch.bool, device=pos.device), SELF, etype)
+
+
+def knn_adjacency(h: torch.Tensor, candidates: torch.Tensor, k: int) -> torch.Tensor:
+    """(B, n, n) bool: each candidate receives from its k nearest other candidates (Euclidean).
+
+    ``h`` (B, n, d) padded features, ``candidates`` (B, n) bool. A graph with at most k+1
+    candidates is joined completely, as in :func:`knn_edges`.
+    """
+    h = h.detach()
+    dist = torch.cdist(h, h)  # (B, n, n)
+    n = h.shape[1]
+    pair = candidates[:, :, None] & candidates[:, None, :] & ~torch.eye(n, dtype=torch.bool, device=h.device)
+    dist = dist.masked_fill(~pair, float("inf"))
+    k_eff = min(k, max(n - 1, 1))
+    nearest = dist.topk(k_eff, dim=-1, largest=False)  # (B, n, k) per receiving point
+    adj = torch.zeros_like(pair)
+    adj.scatter_(-1, nearest.indices, torch.isfinite(nearest.values))
+    return adj & pair
+
+
+# --------------------------------------------------------------------------------------------
+# The registry: one GraphKind per construction, holding every fact about it.
+# --------------------------------------------------------------------------------------------
+@dataclass
+class Built:
+    """What a construction's ``build`` returns for one sentence of n tokens: its edges, and what the
+    generic assembler (:meth:`GraphConstruction.__call__`) cannot infer."""
+
+    src: torch.Tensor
+    dst: torch.Tensor
+    etype: torch.Tensor | None = None  # None: typed by :func:`edge_types` (from the tree's parents, if any)
+    extra: int = 0  # nodes of its own after the tokens (phrases, spans): token <phrase>, pos -1
+    parents: list[int] | None = None  # a tree construction's parent of every node (-1 at a root)
+    order: list[int] | None = None  # and each node's slot among its parent's children (None: sentence order)
+    root: int | None = None  # the node ``ndata['root']`` marks; None: the tree's root, else token 0
+
+
+@dataclass(frozen=True)
+class GraphKind:
+    """Everything the rest of the code needs to know about one graph construction.
+
+    ``build(construction, n, heads, tree) -> Built`` makes the edges of one sentence (``heads``: a tree
+    over the tokens, -1 at a root; ``tree``: a gold ``(parent, slot)`` with phrase nodes, or None).
+    ``edge_count(construction, n)``: the edges of an n-token sentence in closed form (exact or an upper
+    bound), for the memory plan (None: build one and count). A ``dynamic`` construction gets its edges in the model's forward pass
+    from ``rebuild`` (sparse, a DGLGraph) and ``rebuild_dense`` (the padded twin, a DenseGraph).
+    """
+
+    name: str
+    build: Callable[..., Built]
+    description: str = ""
+    is_tree: bool = False  # carries a tree (ndata parent, slot, height): the recursive models can walk it
+    adds_nodes: bool = False  # always adds about n nodes of its own (pos -1): 2n nodes for the memory plan
+    node_word: str = "phrase"  # what those nodes are called in messages
+    dynamic: bool = False  # edges rebuilt from the model's features at every layer (kNN)
+    edge_count: Callable[..., int] | None = None
+    rebuild: Callable | None = None
+    rebuild_dense: Callable | None = None
+    gold_tree: bool = False  # reads a dataset's gold tree when it has one (else the dependency parse)
+    text_only: bool = False  # needs a dependency parse: text datasets only
+    binary: bool = False  # every node has at most two ordered children (the binary Tree-LSTM's cell)
+    dense_complete: bool = False  # with self loops, every node hears every node: the dense path needs no mask
+    cls_error: str | None = None  # why readout=cls is refused on this construction (None: allowed)
+    no_pe_graph: str | None = None  # why model.pe_graph=graph is refused on it (None: allowed)
+
+
+GRAPH_KINDS: dict[str, GraphKind] = {}
+
+
+def register_graph(kind: GraphKind) -> GraphKind:
+    """Add a construction to the registry (``graph=<name>`` then selects it; conf/graph/<name>.yaml sets its keys)."""
+    GRAPH_KINDS[kind.name] = kind
+    return kind
+
+
+def graph_kind(name: str) -> GraphKind:
+    """The registered construction ``name``; the one place an unknown graph name is refused."""
+    if name not in GRAPH_KINDS:
+        raise ValueError(f"unknown graph {name!r}; valid graphs: {', '.join(GRAPH_KINDS)}")
+    return GRAPH_KINDS[name]
+
+
+def tree_graphs() -> tuple[str, ...]:
+    """The registered constructions that carry a tree."""
+    return tuple(k.name for k in GRAPH_KINDS.values() if k.is_tree)
+
+
 @dataclass
 class GraphConstruction:
     """A named construction with its settings: ``construction(tok_ids, heads) -> DGLGraph``.
 
     The graph carries ``ndata['tok']`` (token ids), ``ndata['pos']`` (positions, -1 for
     ``<cls>``) and ``ndata['root']`` (True at the tree's root, else at token 0).
-    For ``knn`` (``dynamic``), the graph built here holds only the nodes (and ``<cls>`` edges);
-    the model calls :meth:`rebuild` with its current features.
+    For a ``dynamic`` construction (knn), the graph built here holds only the nodes (and ``<cls>``
+    edges); the model calls :meth:`rebuild` with its current features.
+    Its facts (tree, extra nodes, edge count...) are its :class:`GraphKind`'s, ``self.kind``.
     """
 
     name: str = "complete"
@@ -384,28 +479,46 @@ class GraphConstruction:
     pe_graph: str = "tree"  # the graph the positions come from: tree | chain (i - 1 -- i) | graph (this one)
 
     def __post_init__(self):
-        if self.name not in GRAPHS:
-            raise ValueError(f"unknown graph {self.name!r}; valid graphs: {', '.join(GRAPHS)}")
+        kind = graph_kind(self.name)
         if self.pe is not None and self.pe not in STRUCTURAL_PE:
             raise ValueError(f"unknown structural positional encoding {self.pe!r}; valid: {', '.join(STRUCTURAL_PE)}")
         if self.pe_graph not in PE_GRAPHS:
             raise ValueError(f"unknown model.pe_graph {self.pe_graph!r}; valid: {', '.join(PE_GRAPHS)}")
-        if self.name == "binary_tree" and self.cls_id is not None:
+        if kind.cls_error and self.cls_id is not None:
+            raise ValueError(kind.cls_error)
+        if kind.adds_nodes and self.pe is not None:
             raise ValueError(
-                "model.readout=cls adds a <cls> node, and graph=binary_tree's phrase nodes already read the whole "
-                "tree: use model.readout=root (the root phrase) or mean"
-            )
-        if self.name in EXTRA_NODE_GRAPHS and self.pe is not None:
-            what = "phrase" if self.name == "binary_tree" else "span"
-            raise ValueError(
-                f"model.positional={self.pe} is not defined on graph={self.name}'s {what} nodes; "
+                f"model.positional={self.pe} is not defined on graph={self.name}'s {kind.node_word} nodes; "
                 "use model.positional=sinusoidal or none"
             )
-        if self.pe is not None and self.pe_graph == "graph" and self.name in ("knn", "none"):
+        if self.pe is not None and self.pe_graph == "graph" and kind.no_pe_graph:
             raise ValueError(
-                f"model.pe_graph=graph cannot use graph={self.name} (knn's edges change every layer; none has "
-                "no edges to encode): use model.pe_graph=tree or chain"
+                f"model.pe_graph=graph cannot use graph={self.name} ({kind.no_pe_graph}): "
+                "use model.pe_graph=tree or chain"
             )
+
+    @property
+    def kind(self) -> GraphKind:
+        return GRAPH_KINDS[self.name]
+
+    @property
+    def dynamic(self) -> bool:
+        return self.kind.dynamic
+
+    @property
+    def dense_complete(self) -> bool:
+        """Every node hears every node (self included): the dense twin needs no adjacency mask."""
+        return self.kind.dense_complete and self.self_loops
+
+    def num_nodes(self, n: int) -> int:
+        """Nodes of the graph of an n-token sentence (an upper bound: <cls> aside), for the memory plan."""
+        return 2 * n if self.kind.adds_nodes else n
+
+    def edge_count(self, n: int) -> int:
+        """Edges of the graph of one n-token sentence, without building the big ones."""
+        if self.kind.edge_count is not None:
+            return self.kind.edge_count(self, n)
+        return self(list(range(n)), [-1] + [0] * (n - 1)).num_edges()
 
     def positions(self, n: int, heads: list[int] | None, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
         """The structural positional encoding (n, pe_dim) of one sentence."""
@@ -418,76 +531,53 @@ class GraphConstruction:
         compute = laplacian_pe if self.pe == "lap_pe" else random_walk_pe
         return compute(src, dst, n, self.pe_dim)
 
-    @property
-    def dynamic(self) -> bool:
-        return self.name == "knn"
-
     def tree_of(self, n: int, heads: list[int] | None, tree=None) -> tuple[list[int], list[int] | None]:
-        """``(parent, slot)`` of the tree this construction walks, over the n tokens and any phrase nodes
+        """``(parent, slot)`` of the tree a tree construction walks, over the n tokens and any phrase nodes
         after them (``slot`` None: children in sentence order). ``heads`` is a tree over the tokens
         (ListOps' expression tree, a dependency parse); ``tree`` a gold ``(parent, slot)`` with phrase
-        nodes (SST's constituency tree)."""
-        if self.name == "dep" or tree is None:
+        nodes (SST's constituency tree), read by the constructions whose kind says ``gold_tree``."""
+        kind = self.kind
+        if not kind.gold_tree or tree is None:
             if heads is None:
-                what = "a dependency parse (text datasets have one)" if self.name == "dep" else "a tree"
+                what = "a dependency parse (text datasets have one)" if kind.text_only else "a tree"
                 raise ValueError(
                     f"graph={self.name} needs {what} for every sentence; ListOps and the text datasets have one"
                 )
             if len(heads) != n:
                 raise ValueError(f"a tree over {len(heads)} tokens for a sentence of {n}")
-            return binarise(heads) if self.name == "binary_tree" else (list(heads), None)
+            return binarise(heads) if kind.adds_nodes else (list(heads), None)
         parent, slot = list(tree[0]), list(tree[1])
         if len(parent) < n or len(slot) != len(parent):
             raise ValueError(f"a gold tree of {len(parent)} nodes for a sentence of {n} tokens")
-        if self.name == "binary_tree" and any(len(k) > 2 for k in children_of(parent)):
-            raise ValueError("graph=binary_tree needs a binary gold tree (SST's are); use graph=tree")
+        if kind.adds_nodes and any(len(k) > 2 for k in children_of(parent)):
+            raise ValueError(f"graph={self.name} needs a binary gold tree (SST's are); use graph=tree")
         return parent, slot
 
     def edges(self, n: int, heads: list[int] | None) -> Edges:
-        """The edges over the n tokens of the constructions that add no nodes (tree graphs: see ``__call__``)."""
-        if self.name == "complete":
-            return complete_edges(n, self.self_loops)
-        if self.name in TREE_GRAPHS:
-            return tree_edges(self.tree_of(n, heads)[0], self.self_loops)
-        if self.name == "window":
-            return window_edges(n, self.window, self.self_loops)
-        if self.name == "none":
-            return self_loop_edges(n)
-        return torch.empty(0, dtype=torch.long), torch.empty(0, dtype=torch.long)  # knn: edges come later
+        """The edges over the n tokens (and any nodes of the construction's own) of one sentence."""
+        built = self.kind.build(self, n, heads, None)
+        return built.src, built.dst
 
     def __call__(self, tok_ids: list[int], heads: list[int] | None = None, tree=None) -> dgl.DGLGraph:
         """The graph of one sentence: token ids, its tree over the tokens (``heads``, -1 at a root) and,
-        where the dataset has one, its gold tree ``(parent, slot)`` with phrase nodes (SST)."""
+        where the dataset has one, its gold tree ``(parent, slot)`` with phrase nodes (SST). The
+        construction's ``build`` gives the edges; everything else is assembled the same way for all."""
         n = len(tok_ids)
-        tok, pos = torch.tensor(tok_ids, dtype=torch.long), torch.arange(n)
-        parents, order = None, None  # the parents of every node (and their child order), for tree constructions
-        if self.name in TREE_GRAPHS:
-            parents, order = self.tree_of(n, heads, tree)
-            src, dst = tree_edges(parents, self.self_loops)
-            extra = len(parents) - n  # phrase nodes
-            if extra and self.pe is not None:
-                raise ValueError(
-                    f"model.positional={self.pe} is not defined on phrase nodes (graph={self.name} on a gold "
-                    "constituency tree): use model.positional=sinusoidal or none, or graph=dep"
-                )
-            tok = torch.cat([tok, torch.full((extra,), self.phrase_id, dtype=torch.long)])
-            pos = torch.cat([pos, torch.full((extra,), -1, dtype=torch.long)])
-        elif self.name == "bpt":
-            src, dst, etype, extra = bpt_edges(n, self.k, self.self_loops)
-            tok = torch.cat([tok, torch.full((extra,), self.phrase_id, dtype=torch.long)])
-            pos = torch.cat([pos, torch.full((extra,), -1, dtype=torch.long)])
-        else:
-            src, dst = self.edges(n, heads)
+        built = self.kind.build(self, n, heads, tree)
+        src, dst, extra, parents, order = built.src, built.dst, built.extra, built.parents, built.order
+        tok = torch.cat(
+            [torch.tensor(tok_ids, dtype=torch.long), torch.full((extra,), self.phrase_id, dtype=torch.long)]
+        )
+        pos = torch.cat([torch.arange(n), torch.full((extra,), -1, dtype=torch.long)])
         num = len(tok)
         root = torch.zeros(num, dtype=torch.bool)
         ref = parents if parents is not None else heads
-        if self.name == "bpt":
-            root[num - 1] = True  # the span of the whole sentence (the only token of a one-token sentence)
+        if built.root is not None:
+            root[built.root] = True
         else:
             root[ref.index(-1) if ref is not None and -1 in ref else 0] = True
         parent = torch.tensor(parents, dtype=torch.long) if parents is not None else None
-        if self.name != "bpt":
-            etype = edge_types(src, dst, parent)
+        etype = built.etype if built.etype is not None else edge_types(src, dst, parent)
         pe = self.positions(n, heads, src, dst) if self.pe is not None else None
         if self.cls_id is not None:
             cs, cd = cls_edges(num, self.self_loops)
@@ -513,18 +603,143 @@ class GraphConstruction:
         return g
 
     def rebuild(self, g: dgl.DGLGraph, h: torch.Tensor) -> dgl.DGLGraph:
-        """The kNN graph of a batch from node features ``h`` (N, d); same nodes as ``g``."""
-        is_token = g.ndata["pos"] >= 0
-        sizes = g.batch_num_nodes()
-        if self.cls_id is None:
-            src, dst = knn_edges(h, sizes.tolist(), self.k, self.self_loops)
-            etype = edge_types(src, dst)
-        else:  # kNN among tokens only, then the <cls> edges of the static graph
-            token_idx = is_token.nonzero().squeeze(1)
-            s, d = knn_edges(h[token_idx], (sizes - 1).tolist(), self.k, self.self_loops)
-            cs, cd = g.edges()
-            src, dst = torch.cat([token_idx[s], cs]), torch.cat([token_idx[d], cd])
-            etype = torch.cat([edge_types(token_idx[s], token_idx[d]), g.edata["etype"].to(h.device)])
-        out = dgl.graph((src, dst), num_nodes=g.num_nodes(), device=h.device)
-        out.edata["etype"] = etype
-        return out
+        """A dynamic construction's graph of a batch from node features ``h`` (N, d); same nodes as ``g``."""
+        return self.kind.rebuild(self, g, h)
+
+    def rebuild_dense(self, dg, x: torch.Tensor, tokens: torch.Tensor, typed: bool):
+        """The same, on the padded twin ``dg`` (``models.dense.DenseGraph``) from features (B, n, d);
+        ``tokens`` (B, n) marks token nodes; ``typed``: also the (B, n, n) edge types."""
+        return self.kind.rebuild_dense(self, dg, x, tokens, typed)
+
+
+# --------------------------------------------------------------------------------------------
+# The built-in constructions: a build function each, and its entry.
+# --------------------------------------------------------------------------------------------
+def _build_complete(c: GraphConstruction, n: int, heads, tree) -> Built:
+    return Built(*complete_edges(n, c.self_loops))
+
+
+def _build_tree(c: GraphConstruction, n: int, heads, tree) -> Built:
+    parents, order = c.tree_of(n, heads, tree)
+    extra = len(parents) - n  # phrase nodes
+    if extra and c.pe is not None:
+        raise ValueError(
+            f"model.positional={c.pe} is not defined on phrase nodes (graph={c.name} on a gold "
+            "constituency tree): use model.positional=sinusoidal or none, or graph=dep"
+        )
+    return Built(*tree_edges(parents, c.self_loops), extra=extra, parents=parents, order=order)
+
+
+def _build_window(c: GraphConstruction, n: int, heads, tree) -> Built:
+    return Built(*window_edges(n, c.window, c.self_loops))
+
+
+def _build_bpt(c: GraphConstruction, n: int, heads, tree) -> Built:
+    src, dst, etype, extra = bpt_edges(n, c.k, c.self_loops)
+    return Built(src, dst, etype, extra=extra, root=n + extra - 1)  # the span of the whole sentence
+
+
+def _build_nodes_only(c: GraphConstruction, n: int, heads, tree) -> Built:
+    return Built(torch.empty(0, dtype=torch.long), torch.empty(0, dtype=torch.long))  # edges come later
+
+
+def _build_self_only(c: GraphConstruction, n: int, heads, tree) -> Built:
+    return Built(*self_loop_edges(n))
+
+
+def _knn_rebuild(c: GraphConstruction, g: dgl.DGLGraph, h: torch.Tensor) -> dgl.DGLGraph:
+    """The kNN graph of a batch from node features ``h`` (N, d); same nodes as ``g``."""
+    is_token = g.ndata["pos"] >= 0
+    sizes = g.batch_num_nodes()
+    if c.cls_id is None:
+        src, dst = knn_edges(h, sizes.tolist(), c.k, c.self_loops)
+        etype = edge_types(src, dst)
+    else:  # kNN among tokens only, then the <cls> edges of the static graph
+        token_idx = is_token.nonzero().squeeze(1)
+        s, d = knn_edges(h[token_idx], (sizes - 1).tolist(), c.k, c.self_loops)
+        cs, cd = g.edges()
+        src, dst = torch.cat([token_idx[s], cs]), torch.cat([token_idx[d], cd])
+        etype = torch.cat([edge_types(token_idx[s], token_idx[d]), g.edata["etype"].to(h.device)])
+    out = dgl.graph((src, dst), num_nodes=g.num_nodes(), device=h.device)
+    out.edata["etype"] = etype
+    return out
+
+
+def _knn_rebuild_dense(c: GraphConstruction, dg, x: torch.Tensor, tokens: torch.Tensor, typed: bool):
+    """This layer's kNN graph from padded features (B, n, d), as :func:`_knn_rebuild` builds it sparse:
+    tokens from their k nearest tokens, plus the static <cls> edges and self loops."""
+    adj = knn_adjacency(x, tokens, c.k) | dg.adjacency()
+    if c.self_loops:
+        adj = adj | (torch.eye(x.shape[1], dtype=torch.bool, device=x.device) & tokens[:, :, None])
+    etype = positional_edge_types(torch.where(tokens, 0, -1)) if typed else None  # pos -1 marks <cls>
+    return replace(dg, adj=adj, etype=etype)
+
+
+def _tree_count(c: GraphConstruction, n: int) -> int:
+    return 5 * n  # both ways along each tree edge, self loops (binary_tree: ~2n nodes)
+
+
+for _kind in (
+    GraphKind(
+        "complete",
+        _build_complete,
+        "every token receives from every token: a Transformer layer",
+        edge_count=lambda c, n: n * n if c.self_loops else n * (n - 1),
+        dense_complete=True,
+    ),
+    GraphKind(
+        "tree",
+        _build_tree,
+        "the dataset's tree, both ways (SST: the gold tree with phrase nodes; else the dependency parse)",
+        is_tree=True,
+        edge_count=_tree_count,
+        gold_tree=True,
+    ),
+    GraphKind(
+        "dep",
+        _build_tree,
+        "spaCy's dependency parse: each word joined to its head, both ways",
+        is_tree=True,
+        edge_count=_tree_count,
+        text_only=True,
+    ),
+    GraphKind(
+        "binary_tree",
+        _build_tree,
+        "the tree binarised left to right through phrase nodes",
+        is_tree=True,
+        adds_nodes=True,
+        binary=True,
+        edge_count=_tree_count,
+        gold_tree=True,
+        cls_error="model.readout=cls adds a <cls> node, and graph=binary_tree's phrase nodes already read the "
+        "whole tree: use model.readout=root (the root phrase) or mean",
+    ),
+    GraphKind("window", _build_window, "every token receives from the tokens at most `window` positions away"),
+    GraphKind(
+        "bpt",
+        _build_bpt,
+        "BP-Transformer's binary partition: span nodes, O(k n log n) edges",
+        adds_nodes=True,
+        node_word="span",
+    ),
+    GraphKind(
+        "knn",
+        _build_nodes_only,
+        "every token receives from its k nearest tokens in the model's current features, rebuilt per layer",
+        dynamic=True,
+        edge_count=lambda c, n: (c.k + 1) * n,  # k neighbours and a self loop per token
+        rebuild=_knn_rebuild,
+        rebuild_dense=_knn_rebuild_dense,
+        no_pe_graph="knn's edges change every layer",
+    ),
+    GraphKind(
+        "none",
+        _build_self_only,
+        "every token hears only itself: a bag of tokens",
+        no_pe_graph="none has no edges to encode",
+    ),
+):
+    register_graph(_kind)
+
+GRAPHS = tuple(GRAPH_KINDS)  # the built-in constructions, in the order the docs list them

@@ -31,8 +31,10 @@ from __future__ import annotations
 import os
 import random
 import statistics
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+
+from data.datasets import SPLITS, DatasetEntry, register_dataset
 
 OPERATORS = ("[MAX", "[MIN", "[MED", "[SM")
 END = "]"
@@ -401,6 +403,88 @@ def main(argv=None) -> int:
     write_tsv(examples, args.out, layout=layout)
     print(f"wrote {len(examples)} expressions ({layout} layout) to {args.out}")
     return 0
+
+
+# --------------------------------------------------------------------------------------------
+# The dataset: its splits, its file reader and its registry entry
+# --------------------------------------------------------------------------------------------
+def describe_example(ex: dict) -> dict:
+    """Per-example fields for the evaluation breakdowns: length, and the root operator ("digit" for a
+    bare digit)."""
+    root = ex["tokens"][0]
+    return {"length": len(ex["tokens"]), "group": root if root in OPERATORS else "digit"}
+
+
+def load_listops_splits(cfg: Mapping, progress: bool = True) -> dict:
+    """The generated (or read) ListOps splits, ``{"train"|"val"|"test": Dataset}``."""
+    import datasets
+    from tqdm.auto import tqdm
+
+    cfg = upgrade_listops_config(cfg)  # a checkpoint's config of any age: its keys as they were read then
+    sizes = [int(cfg[f"num_{s}"]) for s in SPLITS]
+    generated = None
+    out = {}
+    for split, size in zip(SPLITS, sizes):
+        path = cfg.get(f"{split}_file")
+        if path:
+            rows = read_tsv(path, max_length=cfg.get("max_length"))
+        else:
+            if generated is None:  # one pool for all splits, so no expression is in two splits
+                stream = generate(
+                    sum(sizes),
+                    seed=int(cfg["seed"]),
+                    max_length=int(cfg["max_length"]),
+                    max_depth=int(cfg["max_depth"]),
+                    p_operator=float(cfg["p_operator"]),
+                    max_args=int(cfg["max_args"]),
+                    min_length=int(cfg["min_length"]),
+                    root_operator=bool(cfg["root_operator"]),
+                    sampler=cfg["sampler"],
+                )
+                generated = list(
+                    tqdm(stream, total=sum(sizes), desc="generating ListOps", leave=False, disable=not progress)
+                )
+                # The generator de-duplicates, so it runs out of short expressions early: its first
+                # examples are shorter than its last. Shuffled with the data seed, the splits are
+                # i.i.d. samples of one pool (tests/data/test_listops.py checks their lengths and depths agree).
+                if cfg["shuffle"]:
+                    random.Random(int(cfg["seed"])).shuffle(generated)
+            start = sum(sizes[: SPLITS.index(split)])
+            rows = generated[start : start + size]
+        if not rows:
+            raise ValueError(f"the {split} split is empty: set dataset.num_{split} > 0 or give dataset.{split}_file")
+        out[split] = datasets.Dataset.from_list(rows).map(describe_example)
+    return out
+
+
+def upgrade_listops_config(cfg: Mapping) -> dict:
+    """A ListOps config with the keys added after it was written filled in as the code read them then:
+    a checkpoint from before bare digits and shuffling gets back the splits it was trained on (operator
+    roots, unshuffled), and compares equal to the config that remakes its data."""
+    out = dict(cfg)
+    out.setdefault("min_length", 1)
+    out.setdefault("shuffle", "root_operator" in out)  # before this key: shuffled iff root_operator existed
+    out.setdefault("root_operator", True)
+    out.setdefault("sampler", "reject")
+    return out
+
+
+def _read_file(path, cfg, max_length=None):
+    import datasets
+
+    return datasets.Dataset.from_list(read_tsv(path, max_length=max_length)).map(describe_example)
+
+
+register_dataset(
+    DatasetEntry(
+        "listops",
+        load_listops_splits,
+        _read_file,
+        "ListOps (Nangia & Bowman, 2018), generated: nested MAX/MIN/MED/SM over digits, 10 classes",
+        num_classes=NUM_CLASSES,
+        upgrade=upgrade_listops_config,
+    )
+)
 
 
 if __name__ == "__main__":

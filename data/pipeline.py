@@ -11,7 +11,6 @@ import hashlib
 import json
 import logging
 import os
-import random
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -21,97 +20,49 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 from tqdm.auto import tqdm
 
-from data import listops
-from data.graphs import EXTRA_NODE_GRAPHS, GRAPHS, STRUCTURAL_PE, TREE_GRAPHS, GraphConstruction
-from data.text import TEXT_DATASETS, load_text_splits
+from data.datasets import dataset_entry, dataset_names
+from data.graphs import STRUCTURAL_PE, GraphConstruction, graph_kind
+from data.listops import describe_example  # noqa: F401  (re-exported: evaluate.py and the tools read it here)
 from data.vocab import PHRASE, Vocab
 
 log = logging.getLogger(__name__)
 datasets.disable_progress_bars()  # our own bars say what is happening
-SPLITS = ("train", "val", "test")
-DATASETS = ("listops",) + TEXT_DATASETS
 
 
 def load_splits(cfg: Mapping, progress: bool = True) -> dict[str, datasets.Dataset]:
-    """``{"train"|"val"|"test": Dataset}`` with columns tokens, label, heads, depth, length, group."""
-    if cfg["name"] not in DATASETS:
-        raise ValueError(f"unknown dataset {cfg['name']!r}; valid datasets: {', '.join(DATASETS)}")
-    if cfg["name"] in TEXT_DATASETS:
-        return load_text_splits(cfg, progress)
-    sizes = [int(cfg[f"num_{s}"]) for s in SPLITS]
-    generated = None
-    out = {}
-    for split, size in zip(SPLITS, sizes):
-        path = cfg.get(f"{split}_file")
-        if path:
-            rows = listops.read_tsv(path, max_length=cfg.get("max_length"))
-        else:
-            if generated is None:  # one pool for all splits, so no expression is in two splits
-                stream = listops.generate(
-                    sum(sizes),
-                    seed=int(cfg["seed"]),
-                    max_length=int(cfg["max_length"]),
-                    max_depth=int(cfg["max_depth"]),
-                    p_operator=float(cfg["p_operator"]),
-                    max_args=int(cfg["max_args"]),
-                    min_length=int(cfg.get("min_length", 1)),
-                    # A checkpoint's config from before bare digits and shuffling lacks these keys: it gets
-                    # back the splits it was trained on (operator roots, unshuffled).
-                    root_operator=bool(cfg.get("root_operator", True)),
-                    sampler=cfg.get("sampler", "reject"),
-                )
-                generated = list(
-                    tqdm(stream, total=sum(sizes), desc="generating ListOps", leave=False, disable=not progress)
-                )
-                # The generator de-duplicates, so it runs out of short expressions early: its first
-                # examples are shorter than its last. Shuffled with the data seed, the splits are
-                # i.i.d. samples of one pool (tests/test_listops.py checks their lengths and depths agree).
-                # configs older than the root_operator key were not shuffled; every later one was
-                if cfg.get("shuffle", "root_operator" in cfg):
-                    random.Random(int(cfg["seed"])).shuffle(generated)
-            start = sum(sizes[: SPLITS.index(split)])
-            rows = generated[start : start + size]
-        if not rows:
-            raise ValueError(f"the {split} split is empty: set dataset.num_{split} > 0 or give dataset.{split}_file")
-        out[split] = datasets.Dataset.from_list(rows).map(describe_example)
-    return out
+    """``{"train"|"val"|"test": Dataset}`` with columns tokens, label, heads, depth, length, group: read by the
+    dataset's registry entry (``data/datasets.py``)."""
+    return dataset_entry(cfg["name"]).load_splits(cfg, progress)
 
 
 def with_defaults(cfg: Mapping) -> dict:
     """A dataset config with the keys added after it was written filled in as :func:`load_splits` reads
     them, so a checkpoint from before a key existed compares equal to the config that remakes its data."""
-    out = dict(cfg)
-    if out.get("name") == "listops":
-        out.setdefault("min_length", 1)
-        out.setdefault("shuffle", "root_operator" in out)  # before this key: shuffled iff root_operator existed
-        out.setdefault("root_operator", True)
-        out.setdefault("sampler", "reject")
-    return out
+    entry = dataset_entry(cfg["name"]) if cfg.get("name") in dataset_names() else None
+    return entry.upgrade(cfg) if entry is not None and entry.upgrade else dict(cfg)
 
 
-def describe_example(ex: dict) -> dict:
-    """Per-example fields for the evaluation breakdowns: length, and the root operator ("digit" for a
-    bare digit)."""
-    root = ex["tokens"][0]
-    return {"length": len(ex["tokens"]), "group": root if root in listops.OPERATORS else "digit"}
+MODEL_SETTINGS = ("cls_id", "phrase_id", "pe", "pe_dim", "pe_graph")  # set from the model and vocabulary below
 
 
 def make_construction(graph_cfg: Mapping, vocab: Vocab, model_cfg: Mapping) -> GraphConstruction:
     """The graph construction for ``graph_cfg``, with what the model needs on its graphs
     (a ``<cls>`` node for ``readout=cls``; ``ndata['pe']`` for a structural positional encoding)."""
     name = graph_cfg["name"]
-    if name not in GRAPHS:
-        raise ValueError(f"unknown graph {name!r}; valid graphs: {', '.join(GRAPHS)}")
+    kind = graph_kind(name)
     positional = model_cfg.get("positional", "none")
+    # the graph's own settings (self_loops, window, k, ... : GraphConstruction's fields), as its YAML sets them
+    settings = {
+        f.name: type(f.default)(graph_cfg[f.name])
+        for f in dataclasses.fields(GraphConstruction)
+        if f.name in graph_cfg and f.name not in MODEL_SETTINGS and isinstance(f.default, bool | int | float | str)
+    }
     return GraphConstruction(
-        name=name,
-        self_loops=bool(graph_cfg.get("self_loops", True)),
-        window=int(graph_cfg.get("window", 2)),
-        k=int(graph_cfg.get("k", 4)),
+        **settings,
         cls_id=vocab.cls_id if model_cfg.get("readout", "mean") == "cls" else None,
         # phrase nodes (binary_tree; tree on a gold constituency tree) are <phrase> tokens; vocabularies
         # saved before <phrase> existed cannot read binary_tree, and never met a gold tree
-        **({"phrase_id": vocab.phrase_id} if name in EXTRA_NODE_GRAPHS or PHRASE in vocab.stoi else {}),
+        **({"phrase_id": vocab.phrase_id} if kind.adds_nodes or PHRASE in vocab.stoi else {}),
         pe=positional if positional in STRUCTURAL_PE else None,
         pe_dim=int(model_cfg.get("pe_dim", 8)),
         pe_graph=model_cfg.get("pe_graph", "tree"),
@@ -187,7 +138,7 @@ class GraphDataset(Dataset):
         g = self.construction(self.ids[i], self.heads[i], self.gold[i])
         if self.node_labels is not None:  # SST: the sentiment of every word and phrase the graph has a node for
             c = self.construction
-            phrases = c.name in TREE_GRAPHS  # extra nodes of another kind (bpt's spans) have no label
+            phrases = c.kind.is_tree  # extra nodes of another kind (bpt's spans) have no label
             g.ndata["label"] = node_labels(
                 g.num_nodes(), len(self.ids[i]), self.node_labels[i], c.cls_id is not None, phrases
             )
@@ -286,6 +237,7 @@ def make_loader(
 
 
 def num_classes_of(cfg: Mapping, splits: dict) -> int:
-    if cfg["name"] == "listops":
-        return listops.NUM_CLASSES
+    fixed = dataset_entry(cfg["name"]).num_classes
+    if fixed is not None:
+        return fixed
     return int(cfg.get("num_classes") or max(max(ds["label"]) for ds in splits.values()) + 1)

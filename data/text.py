@@ -32,10 +32,10 @@ import datasets
 from tqdm.auto import tqdm
 
 from data.corpora import read_glue_sst2, read_sst, read_trec
+from data.datasets import DatasetEntry, register_dataset
 
 log = logging.getLogger(__name__)
-TEXT_DATASETS = ("sst", "sst_binary", "sst2", "trec", "text_files")
-TREEBANKS = ("sst", "sst_binary")  # datasets with gold constituency trees and phrase labels
+TREEBANKS = ("sst", "sst_binary")  # datasets with gold constituency trees and phrase labels (registered below)
 # The original files each dataset reads from dataset.data_dir, by split, and where to get them.
 LOCAL_FILES = {
     "sst": {"train": "train.txt", "val": "dev.txt", "test": "test.txt"},
@@ -350,3 +350,27 @@ def _parse_split(ds: datasets.Dataset, split: str, cfg: Mapping, nlp, progress: 
     if not rows:
         raise ValueError(f"the {split} split is empty after parsing (dataset.max_length={max_length}?)")
     return datasets.Dataset.from_list(rows)
+
+
+def _read_file(path, cfg, max_length=None):
+    return load_text_file(path, cfg)
+
+
+for _name, _description in (
+    ("sst", "the Stanford Sentiment Treebank: 5 classes, gold constituency trees, a label on every phrase"),
+    ("sst_binary", "binary SST (Tai et al., 2015): the treebank without its neutral sentences"),
+    ("sst2", "GLUE SST-2: movie-review sentences, positive or negative"),
+    ("trec", "TREC question classification: 6 coarse (or 50 fine) question types"),
+    ("text_files", "your own CSV/TSV/JSON files of sentences and class ids"),
+):
+    register_dataset(
+        DatasetEntry(
+            _name,
+            load_text_splits,
+            _read_file,
+            _description,
+            text=True,
+            treebank=_name in TREEBANKS,
+            unknown_limit=0.5,
+        )
+    )

@@ -17,7 +17,7 @@ Nodes that are not words (the span nodes of ``bpt``, the phrase nodes of a gold 
 stay single nodes: an edge to or from one goes
 to or from every piece of the word at the other end. Lifting the complete word graph (self loops
 included) gives the complete graph over ``[CLS] pieces [SEP]``: exactly the full attention of HF's
-``BertModel`` (tests/test_minilm.py checks it layer by layer). Lifting ``none`` (each word hears only
+``BertModel`` (tests/models/test_minilm.py checks it layer by layer). Lifting ``none`` (each word hears only
 itself) leaves each word a bag of its pieces that can still read [CLS] and [SEP].
 
 Graph nodes, per sentence, in this order: ``[CLS]``, the pieces, ``[SEP]``, then any extra nodes.

@@ -7,18 +7,22 @@ starts from the one :func:`find_resume` picks, with every random state :func:`rn
 
 from __future__ import annotations
 
+import csv
 import logging
 import os
 import pickle
 import random
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from data.pipeline import with_defaults
+from data.pipeline import make_construction, with_defaults
+from data.vocab import Vocab
 from engine.io import save_torch
+from models import build_model, family_of
 
 log = logging.getLogger("train")  # train.py's logger: resume lines read ``[train]`` in train.log, as they always have
 FORMAT = "tagnn-checkpoint-v1"
@@ -53,6 +57,51 @@ def load_checkpoint(path: str | os.PathLike | None) -> dict:
     return ckpt
 
 
+# What the code did with a model key before the key existed: a checkpoint whose config lacks one was
+# trained (and is evaluated) with these values. New runs take every value from conf/ (the YAML is the only
+# source of defaults); these are history, not defaults.
+LEGACY_MODEL_VALUES = {
+    "scaled": True,
+    "pe_dim": 8,
+    "pe_graph": "tree",
+    "impl": "sparse",
+    "dense_min_density": 0.0,
+    "edge_types": False,
+    "update": "residual",
+    "cell": None,
+}
+
+
+def upgrade_config(config: dict) -> dict:
+    """A resolved config (a checkpoint's, of any age, or this run's) in today's form: the model section holds
+    exactly its family's keys (keys it never used, such as the shared encoder's in an old Tree-LSTM config,
+    are dropped; keys added since are filled as the code then behaved), the dataset section the keys added
+    since, as the data pipeline reads them. The one place old checkpoints are made to fit the new code."""
+    out = dict(config)
+    if out.get("model") is not None:
+        model = dict(out["model"])
+        keys = [f.name for f in fields(family_of(model["name"]).config)]
+        out["model"] = {k: model.get(k, LEGACY_MODEL_VALUES.get(k)) for k in keys}
+    if out.get("dataset") is not None:
+        out["dataset"] = with_defaults(out["dataset"])
+    return out
+
+
+def load_model(ckpt: dict, path: str | os.PathLike = "checkpoint"):
+    """Rebuild ``(model, vocab, construction, config)`` from a loaded checkpoint (``config``: upgraded)."""
+    config, vocab = upgrade_config(ckpt["config"]), Vocab(ckpt["vocab"])
+    construction = make_construction(config["graph"], vocab, config["model"])
+    model = build_model(config["model"], len(vocab), int(ckpt["num_classes"]), construction)
+    rows = ckpt["model"].get("embed.weight")
+    if rows is None or rows.shape[0] != len(vocab):
+        raise ValueError(
+            f"{path}: its weights do not match its vocabulary ({None if rows is None else rows.shape[0]} "
+            f"embeddings, {len(vocab)} tokens); it was not written by this version of train.py"
+        )
+    model.load_state_dict(ckpt["model"])
+    return model, vocab, construction, config
+
+
 def find_resume(cfg: DictConfig, out_dir: Path) -> dict | None:
     """The checkpoint ``trainer.resume`` names: ``auto`` = this run directory's last.pt if there is one."""
     resume = cfg.trainer.get("resume")
@@ -63,11 +112,9 @@ def find_resume(cfg: DictConfig, out_dir: Path) -> dict | None:
         log.info("trainer.resume=auto: no %s yet, starting from scratch", path)
         return None
     ckpt = load_checkpoint(path)
-    now = OmegaConf.to_container(cfg, resolve=True)
+    theirs_all, ours_all = upgrade_config(ckpt["config"]), upgrade_config(OmegaConf.to_container(cfg, resolve=True))
     for key in ("dataset", "graph", "model", "optim"):
-        theirs, ours = ckpt["config"].get(key), now.get(key)
-        if key == "dataset":  # keys added since the checkpoint was written, as the data pipeline reads them
-            theirs, ours = with_defaults(theirs), with_defaults(ours)
+        theirs, ours = theirs_all.get(key), ours_all.get(key)
         if theirs != ours:
             raise ValueError(
                 f"cannot resume from {path}: its {key} config differs from this run's; "
@@ -77,6 +124,46 @@ def find_resume(cfg: DictConfig, out_dir: Path) -> dict | None:
         raise ValueError(f"cannot resume from {path}: it holds no training state (written by evaluate?)")
     log.info("resuming from %s after epoch %d", path, ckpt["epoch"])
     return ckpt
+
+
+@dataclass
+class Progress:
+    """How far training has come; every checkpoint carries it, so a resumed run goes on from there."""
+
+    best_val: float = -1.0
+    best_epoch: int = 0
+    step: int = 0
+    train_seconds: float = 0.0
+    seen_examples: int = 0
+    epoch: int = 0  # the last finished epoch
+    rows: list[dict] = field(default_factory=list)  # metrics.csv's rows of the finished epochs
+
+    KEYS = {"best_val": "best_val_acc"}  # a field whose checkpoint key has another name
+
+    def to_dict(self) -> dict:
+        """The counters under their checkpoint keys (the rows live in metrics.csv, not in the checkpoint)."""
+        return {self.KEYS.get(k, k): v for k, v in asdict(self).items() if k != "rows"}
+
+    @classmethod
+    def from_dict(cls, ckpt: dict, rows: list[dict] | None = None) -> Progress:
+        names = [f.name for f in fields(cls) if f.name != "rows"]
+        return cls(**{k: ckpt[cls.KEYS.get(k, k)] for k in names}, rows=rows or [])
+
+
+def resume(ckpt: dict | None, model, optimizer, scheduler, data_rng: torch.Generator, metrics_path: Path) -> Progress:
+    """Go on from ``ckpt`` (:func:`find_resume`'s; None: from scratch): weights, optimiser, schedule, random
+    states, counters, and the metrics.csv rows of the epochs it holds (not of later ones, which it does not)."""
+    if not ckpt:
+        return Progress()
+    model.load_state_dict(ckpt["model"])
+    optimizer.load_state_dict(ckpt["optimizer"])
+    scheduler.load_state_dict(ckpt["scheduler"])
+    restore_rng(ckpt["rng"], data_rng)
+    rows = []
+    if metrics_path.is_file():
+        with open(metrics_path, newline="") as f:
+            rows = [r for r in csv.DictReader(f) if int(r["epoch"]) <= ckpt["epoch"]]
+    return Progress.from_dict(ckpt, rows)
 
 
 def seed_everything(seed: int) -> None:

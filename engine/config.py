@@ -1,32 +1,39 @@
 """Checks on a composed config, made before any data is read: a value no code path accepts stops the run
-at once, with a one-line error naming the valid values, instead of failing minutes in."""
+at once, with a one-line error naming the valid values, instead of failing minutes in.
+
+Each component checks its own keys where its typed config is made (``models.model_config``: the model
+family's dataclass; ``data.graphs.graph_kind``: the graph construction; the dataset registry); this
+module keeps only the rules that span groups, and returns what it checked, typed, so nothing is checked twice.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from omegaconf import DictConfig, OmegaConf
 
-from data.graphs import GRAPHS, PE_GRAPHS
-from data.pipeline import DATASETS
-from data.text import TEXT_DATASETS, TREEBANKS
-from engine.device import DEVICES
+from data.datasets import DATASETS, DatasetEntry, dataset_entry
+from data.graphs import GraphKind, graph_kind
+from engine.distributed import DEVICES
 from engine.tracking import MODES
-from models import MODELS, RECURSIVE_MODELS
-from models.encoder import IMPLS, NORMS, POSITIONAL, READOUTS, UPDATES
-from models.recursive import check_recursive
+from models import model_config
 
 
-def check_config(cfg: DictConfig) -> None:
+@dataclass(frozen=True)
+class Checked:
+    """The components of a config, each typed and checked once."""
+
+    model: object  # the model family's typed config (models.EncoderConfig, models.RecursiveConfig, ...)
+    graph: GraphKind
+    dataset: DatasetEntry
+
+
+def check_config(cfg: DictConfig) -> Checked:
     """Fail before any work on a value no code path accepts; each message lists the valid ones."""
     choices = [
-        ("dataset.name", cfg.dataset.name, DATASETS),
-        ("graph.name", cfg.graph.name, GRAPHS),
-        ("model.name", cfg.model.name, MODELS),
-        ("model.readout", cfg.model.readout, READOUTS),
-        ("model.positional", cfg.model.positional, POSITIONAL),
-        ("model.pe_graph", cfg.model.get("pe_graph", "tree"), PE_GRAPHS),
-        ("model.norm", cfg.model.norm, NORMS),
-        ("model.update", cfg.model.get("update", "residual"), UPDATES),
-        ("model.impl", cfg.model.impl, IMPLS),
         ("device", cfg.device, DEVICES),
         ("logger.mode", cfg.logger.mode, MODES),
         ("optim.name", cfg.optim.name, ("adamw",)),  # the one optimiser train.py builds
@@ -34,31 +41,36 @@ def check_config(cfg: DictConfig) -> None:
     for key, value, valid in choices:
         if value not in valid:
             raise ValueError(f"unknown {key} {value!r}; valid: {', '.join(valid)}")
-    for key in (
-        "trainer.max_epochs",
-        "trainer.batch_size",
-        "trainer.eval_batch_size",
-        "model.hidden_dim",
-        "model.num_layers",
-        "model.num_heads",
-    ):
+    dataset = dataset_entry(cfg.dataset.name)
+    graph = graph_kind(cfg.graph.name)
+    model = model_config(cfg.model)
+    for key in ("trainer.max_epochs", "trainer.batch_size", "trainer.eval_batch_size"):
         value = OmegaConf.select(cfg, key)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{key} must be an integer >= 1, got {value!r}")
-    if cfg.model.name in RECURSIVE_MODELS:
-        cell = cfg.model.get("cell") or RECURSIVE_MODELS[cfg.model.name]
-        check_recursive(cfg.model.name, cell, cfg.graph.name, cfg.model.readout)
-    if cfg.graph.name == "dep" and cfg.dataset.name not in TEXT_DATASETS:
+    model.check(graph)
+    if graph.text_only and not dataset.text:
         raise ValueError(
-            f"graph=dep is the dependency parse of text, and dataset={cfg.dataset.name} is not text: "
+            f"graph={graph.name} is the dependency parse of text, and dataset={cfg.dataset.name} is not text: "
             "use graph=tree (the expression's own tree)"
         )
-    if cfg.trainer.get("phrase_loss") and cfg.dataset.name not in TREEBANKS:
+    if cfg.trainer.get("phrase_loss") and not dataset.treebank:
+        treebanks = [d.name for d in DATASETS.values() if d.treebank]
         raise ValueError(
             f"trainer.phrase_loss=true trains on a label for every phrase, and dataset={cfg.dataset.name} has none: "
-            f"use dataset={' or dataset='.join(TREEBANKS)}, or trainer.phrase_loss=false"
+            f"use dataset={' or dataset='.join(treebanks)}, or trainer.phrase_loss=false"
         )
-    if cfg.model.name in ("gat", "transformer") and cfg.model.hidden_dim % cfg.model.num_heads:
-        raise ValueError(
-            f"model.hidden_dim={cfg.model.hidden_dim} must be divisible by model.num_heads={cfg.model.num_heads}"
-        )
+    return Checked(model, graph, dataset)
+
+
+def exit_on_user_error(call: Callable[[], object]):
+    """``call()``, and on a ValueError or OSError (the user's to fix: a bad value, a missing file, a full disk)
+    one line ``error: ...`` on stderr and exit status 2, no traceback (``TAGNN_DEBUG=1`` shows it). The one
+    error wrapper of train.py and evaluate.py."""
+    try:
+        return call()
+    except (ValueError, OSError) as e:
+        if os.environ.get("TAGNN_DEBUG"):
+            raise
+        print(f"error: {e.strerror if isinstance(e, OSError) and e.strerror else e}", file=sys.stderr)
+        sys.exit(2)

@@ -1,17 +1,50 @@
 """One training epoch: forward, loss, a finite-loss check, backward, clipping, a step of the optimiser and
-the schedule, and W&B's per-step metrics every ``trainer.log_every`` steps."""
+the schedule (linear warmup, then cosine decay to a floor, stepped once per batch), and W&B's per-step
+metrics every ``trainer.log_every`` steps."""
 
 from __future__ import annotations
 
+import math
 import time
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
 from engine.distributed import SINGLE, World, all_sum
 from engine.tracking import Tracker
+
+
+@dataclass(frozen=True)
+class EpochSettings:
+    """What one epoch reads from the config (``trainer.*`` and ``optim.grad_clip``), and nothing else."""
+
+    max_epochs: int
+    progress: bool  # a tqdm bar
+    grad_clip: float | None  # 0 or None: no clipping (the norm is logged either way)
+    phrase_loss: bool  # + the mean loss over every labelled word and phrase (SST)
+    log_every: int  # steps between W&B train/* logs
+
+    @classmethod
+    def from_config(cls, cfg) -> EpochSettings:
+        t = cfg.trainer
+        return cls(int(t.max_epochs), bool(t.progress), cfg.optim.grad_clip, bool(t.phrase_loss), int(t.log_every))
+
+
+def warmup_cosine(
+    optimizer: torch.optim.Optimizer, total_steps: int, warmup_ratio: float, min_lr_ratio: float
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """lr multiplier: linear 0 -> 1 over the warmup steps, then cosine 1 -> ``min_lr_ratio``."""
+    warmup = max(1, int(warmup_ratio * total_steps))
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))
+        return min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
 def train_epoch(
@@ -22,26 +55,26 @@ def train_epoch(
     devices: tuple[torch.device, torch.device],
     tracker: Tracker,
     step: int,
-    cfg: DictConfig,
+    settings: EpochSettings,
     epoch: int,
     world: World = SINGLE,
 ) -> tuple[float, float, float, int]:
     """One pass over the training split (this process's share of it); returns mean loss, accuracy and
-    examples/s over all processes, and the last step. ``devices`` is (model's, graphs'); ``optim.grad_clip``
-    (0 or null: none) bounds the gradient norm, which is logged either way."""
+    examples/s over all processes, and the last step. ``devices`` is (model's, graphs'); ``settings`` says
+    the rest (:class:`EpochSettings`)."""
     model.train()
     loss_sum, correct, seen, start = 0.0, 0, 0, time.perf_counter()
     bar = tqdm(
         loader,
-        desc=f"epoch {epoch}/{cfg.trainer.max_epochs}",
+        desc=f"epoch {epoch}/{settings.max_epochs}",
         leave=False,
-        disable=not cfg.trainer.progress or not world.main,
+        disable=not settings.progress or not world.main,
     )
     device, graphs_on = devices
-    grad_clip = cfg.optim.grad_clip
+    grad_clip = settings.grad_clip
     for g, y in bar:
         g, y = g.to(graphs_on), y.to(device)
-        if cfg.trainer.get("phrase_loss"):  # + the mean loss over every labelled word and phrase (SST)
+        if settings.phrase_loss:  # + the mean loss over every labelled word and phrase (SST)
             logits, node_logits = model(g, nodes=True)  # (B, C), (N, C)
             node_y = g.ndata["label"].to(device)
             loss = F.cross_entropy(logits, y)
@@ -65,7 +98,7 @@ def train_epoch(
         correct += (logits.argmax(-1) == y).sum().item()
         seen += len(y)
         bar.set_postfix(loss=f"{loss_sum / seen:.3f}", acc=f"{correct / seen:.3f}")
-        if step % cfg.trainer.log_every == 0:
+        if step % settings.log_every == 0:
             tracker.log(
                 {
                     "train/loss": loss.item(),

@@ -5,7 +5,7 @@ The estimate counts what a training step keeps for the backward pass, per layer:
 and head (message passing: scores, attention weights, messages), or per token pair and head (the dense
 path: the (B, h, n, n) attention), and a few hidden vectors per node. The constants are upper envelopes
 of the peaks ``bench/scaling.py`` measured (bench/results/scaling.csv: Transformer, d = 64, 4 heads,
-4 layers, one batch of 8,192 tokens); tests/test_long_range.py checks the estimate against a measured
+4 layers, one batch of 8,192 tokens); tests/engine/test_long_range.py checks the estimate against a measured
 step. Where the free memory cannot be read (not Linux, no CUDA), nothing is refused.
 """
 
@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import torch
 
-from data.graphs import EXTRA_NODE_GRAPHS, GraphConstruction
+from data.graphs import GraphConstruction
+from models import family_of, model_config
 
 FLOATS_PER_EDGE_HEAD = 6  # sparse: per edge and head, per layer (measured: about 2 for the Transformer)
 FLOATS_PER_PAIR_HEAD = 6  # dense, through a mask: per (query, key) pair and head, per layer (measured: about 3)
@@ -43,26 +44,20 @@ UNKNOWN_FREE = 8 * 2**30  # what is assumed free where it cannot be read (lazy g
 
 
 def nodes_per_graph(construction: GraphConstruction, n: int) -> int:
-    return 2 * n if construction.name in EXTRA_NODE_GRAPHS else n
+    return construction.num_nodes(n)
 
 
 def edges_per_graph(construction: GraphConstruction, n: int) -> int:
-    """Edges of the graph of one n-token sentence, without building the big ones."""
-    loops = int(construction.self_loops)
-    if construction.name == "complete":
-        return n * n if loops else n * (n - 1)
-    if construction.name in ("tree", "binary_tree", "dep"):  # both ways along each tree edge, self loops
-        return 5 * n
-    if construction.name == "knn":  # built in the forward pass: k neighbours and a self loop per token
-        return (construction.k + 1) * n
-    return construction(list(range(n)), [-1] + [0] * (n - 1)).num_edges()
+    """Edges of the graph of one n-token sentence, without building the big ones (its kind's count)."""
+    return construction.edge_count(n)
 
 
 def held_edges(construction: GraphConstruction, lengths: list[int]) -> int:
-    """Edges of a whole split's graphs (an upper bound: the per-token count of its longest sentence)."""
+    """Edges of a whole split's graphs: summed per sentence where the construction counts them in closed
+    form, else an upper bound (the per-token count of its longest sentence)."""
     if not lengths:
         return 0
-    if construction.name == "complete":
+    if construction.kind.edge_count is not None:
         return sum(edges_per_graph(construction, n) for n in lengths)
     longest = max(lengths)
     return int(edges_per_graph(construction, longest) / longest * sum(lengths))
@@ -70,11 +65,10 @@ def held_edges(construction: GraphConstruction, lengths: list[int]) -> int:
 
 def estimate_bytes(model_cfg, construction: GraphConstruction, n: int, batch: int, impl: str) -> int:
     """Peak memory of one training step on ``batch`` sentences of ``n`` tokens (``impl``: sparse | dense)."""
-    if model_cfg.get("name") in ("treelstm", "recursive"):  # one pass up the tree: states per node
-        return 4 * FLOATS_PER_NODE_DIM * batch * 2 * n * int(model_cfg.get("hidden_dim", 128))
-    layers = int(model_cfg.get("num_layers", 1))
-    hidden = int(model_cfg.get("hidden_dim", 64))
-    heads = int(model_cfg.get("num_heads", 1))
+    config = model_config(model_cfg)
+    if family_of(config.name).memory == "one_pass":  # one pass up the tree: states per node
+        return 4 * FLOATS_PER_NODE_DIM * batch * 2 * n * config.hidden_dim
+    layers, hidden, heads = config.num_layers, config.hidden_dim, config.num_heads
     width = nodes_per_graph(construction, n)
     edges = batch * edges_per_graph(construction, n)
     per_layer = FLOATS_PER_NODE_DIM * batch * width * hidden
@@ -89,13 +83,14 @@ def runs_dense(model_cfg, construction: GraphConstruction, n: int, devices) -> b
     """Will a batch of n-token sentences run on the dense path? As ``GraphEncoder.choose_impl`` decides:
     always with impl=dense; with auto, when the graphs cannot follow the model to its device (DGL's CPU
     wheel and a GPU) or when edges fill at least ``dense_min_density`` of the padded pairs."""
-    impl = model_cfg.get("impl", "sparse")
-    if model_cfg.get("name") in ("treelstm", "recursive") or impl == "sparse":
+    config = model_config(model_cfg)
+    impl = config.impl
+    if family_of(config.name).memory == "one_pass" or impl == "sparse":
         return False
     if impl == "dense" or devices[1] != devices[0]:
         return True
     width = nodes_per_graph(construction, n)
-    return edges_per_graph(construction, n) / width**2 >= float(model_cfg.get("dense_min_density", 0.0))
+    return edges_per_graph(construction, n) / width**2 >= config.dense_min_density
 
 
 def memory_plan(cfg, construction: GraphConstruction, lengths: dict[str, list[int]], devices) -> dict[str, bool]:

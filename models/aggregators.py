@@ -12,11 +12,11 @@ node, ``(N, d)``. With ``N(i)`` the nodes that send to i (edges ``j -> i``):
 Each is written with DGL's built-in message functions (``fn.u_dot_v``, ``fn.u_mul_e``,
 ``fn.sum``) and ``edge_softmax``, which normalises scores over each node's incoming edges.
 On the complete graph the Transformer's aggregator *is* multi-head self-attention
-(tests/test_aggregators.py checks it against ``torch.nn.functional.scaled_dot_product_attention``).
+(tests/models/test_aggregators.py checks it against ``torch.nn.functional.scaled_dot_product_attention``).
 
 Each aggregator also has ``forward_dense(h, dg)``: the same equation, with the same parameters, on
 a padded batch ``(B, n, d)`` and its adjacency mask (``models/dense.py``). Messages become matrix
-products, the fast path on dense hardware; tests/test_dense.py checks the two agree.
+products, the fast path on dense hardware; tests/models/test_dense.py checks the two agree.
 
 **Messages that know where they come from** (``edge_types=T``, ``model.edge_types=true``): every
 edge carries a type (``data/graphs.py``: self, from a child, from the head, from the left, from
@@ -110,6 +110,8 @@ class GCNAggregation(nn.Module):
 
 class _MultiHeadAttention(nn.Module):
     """Shared by GAT and the Transformer: scores per edge -> edge_softmax -> weighted sum -> O."""
+
+    splits_heads = True  # each head reads hidden_dim / num_heads units: num_heads must divide hidden_dim
 
     def __init__(self, dim: int, num_heads: int, attn_dropout: float = 0.0, edge_types: int = 0):
         super().__init__()
@@ -337,6 +339,7 @@ def _pool(reduce: str):
     return make
 
 
+DEFAULT_AGGREGATOR = "transformer"  # GraphEncoder's when none is named (the YAML always names one)
 AGGREGATORS = {
     "gcn": GCNAggregation,
     "gin": _pool("sum"),  # GIN's sum; the block's feed-forward is its MLP (conf/model/gin.yaml: typed, gated, tied)

@@ -4,7 +4,7 @@ Sparse message passing gathers and scatters along edges; the same computation on
 ``(B, n, d)`` is a few dense matrix products, which is what CPUs and GPUs are built for (the
 essay's "hardware lottery"). ``adj[b, i, j]`` is True when node j sends to node i in graph b,
 exactly the edge ``j -> i`` of the DGL graph, so both impls compute the same function with the
-same parameters (tests/test_dense.py checks every model x graph).
+same parameters (tests/models/test_dense.py checks every model x graph).
 
 Only plain torch is used here, so the dense path runs on a GPU even with DGL's CPU-only wheel:
 the batched DGLGraph stays on the CPU and only its index tensors travel.
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import dgl
 import torch
 
-from data.graphs import CLS_EDGE, FROM_LEFT, FROM_RIGHT, SELF
+from data.graphs import knn_adjacency, positional_edge_types  # noqa: F401  (re-exported: the dense kNN lives with its construction)
 
 
 @dataclass
@@ -81,17 +81,6 @@ def layout(sizes: torch.Tensor, device) -> tuple[torch.Tensor, torch.Tensor, tor
     return graph_id, local, valid
 
 
-def positional_edge_types(pos: torch.Tensor) -> torch.Tensor:
-    """(B, n, n) edge types of every pair of a padded batch by position alone (``data.graphs.edge_types``
-    without a tree): self on the diagonal, <cls> to/from a node with ``pos < 0``, else left/right.
-    ``pos`` (B, n) is each node's position, -1 at <cls> (and at padding, which no edge touches)."""
-    n = pos.shape[1]
-    i = torch.arange(n, device=pos.device)
-    etype = torch.where(i[None, :] < i[:, None], FROM_LEFT, FROM_RIGHT).expand(pos.shape[0], n, n)  # j < i: left
-    etype = torch.where((pos[:, :, None] < 0) | (pos[:, None, :] < 0), CLS_EDGE, etype)
-    return torch.where(torch.eye(n, dtype=torch.bool, device=pos.device), SELF, etype)
-
-
 def to_dense(g: dgl.DGLGraph, device, complete: bool = False, edge_types: bool = False) -> DenseGraph:
     """The dense twin of a batched graph. ``complete=True`` (complete graph with self loops) skips
     building the n x n mask: it is implied by the sizes. ``edge_types`` adds the (B, n, n) type matrix."""
@@ -113,21 +102,3 @@ def to_dense(g: dgl.DGLGraph, device, complete: bool = False, edge_types: bool =
         etype = torch.zeros(valid.shape[0], n, n, dtype=torch.long, device=device)
         etype[graph_id[dst], local[dst], local[src]] = g.edata["etype"].to(device)
     return DenseGraph(valid, index, adj, etype)
-
-
-def knn_adjacency(h: torch.Tensor, candidates: torch.Tensor, k: int) -> torch.Tensor:
-    """(B, n, n) bool: each candidate receives from its k nearest other candidates (Euclidean).
-
-    ``h`` (B, n, d) padded features, ``candidates`` (B, n) bool. A graph with at most k+1
-    candidates is joined completely, as in ``data.graphs.knn_edges``.
-    """
-    h = h.detach()
-    dist = torch.cdist(h, h)  # (B, n, n)
-    n = h.shape[1]
-    pair = candidates[:, :, None] & candidates[:, None, :] & ~torch.eye(n, dtype=torch.bool, device=h.device)
-    dist = dist.masked_fill(~pair, float("inf"))
-    k_eff = min(k, max(n - 1, 1))
-    nearest = dist.topk(k_eff, dim=-1, largest=False)  # (B, n, k) per receiving point
-    adj = torch.zeros_like(pair)
-    adj.scatter_(-1, nearest.indices, torch.isfinite(nearest.values))
-    return adj & pair

@@ -17,15 +17,19 @@ comes from a child, the head, itself, the left or the right (``models/aggregator
 
 from __future__ import annotations
 
+import inspect
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 
 import dgl
 import torch
 from torch import nn
 
-from data.graphs import EDGE_TYPES, STRUCTURAL_PE
-from models.aggregators import AGGREGATORS
-from models.dense import DenseGraph, knn_adjacency, positional_edge_types, to_dense
+from data.graphs import EDGE_TYPES, PE_GRAPHS, STRUCTURAL_PE, GraphKind
+from models.aggregators import AGGREGATORS, DEFAULT_AGGREGATOR
+from models.dense import DenseGraph, to_dense
+from models.registry import ModelFamily, build_model, register_family, typed_fields  # noqa: F401  (build_model: re-exported)
 
 READOUTS = ("mean", "root", "cls")
 POSITIONAL = ("sinusoidal", "none") + STRUCTURAL_PE
@@ -93,9 +97,9 @@ class Block(nn.Module):
 class GraphEncoder(nn.Module):
     """Token graph -> class logits.
 
-    ``graph`` is the construction the batches were built with (``data.graphs.GraphConstruction``);
-    the encoder needs it only for kNN, whose edges it rebuilds from each layer's features, and to
-    know a complete graph when it sees one. ``impl`` picks how aggregation runs:
+    ``construction`` is the one the batches were built with (``data.graphs.GraphConstruction``);
+    the encoder needs it only for a dynamic construction (kNN), whose edges it rebuilds from each layer's
+    features, and to know a complete graph when it sees one. ``impl`` picks how aggregation runs:
     ``sparse`` (DGL message passing), ``dense`` (padded batch + adjacency mask, ``models/dense.py``)
     or ``auto`` (dense when edges / (B * n_max^2), the share of the padded batch's n x n pairs that
     are edges, is at least ``dense_min_density``, or when DGL cannot follow the model to its device).
@@ -106,7 +110,7 @@ class GraphEncoder(nn.Module):
         self,
         vocab_size: int,
         num_classes: int,
-        aggregator: str = "transformer",
+        aggregator: str = DEFAULT_AGGREGATOR,
         hidden_dim: int = 64,
         num_layers: int = 4,
         num_heads: int = 4,
@@ -120,7 +124,7 @@ class GraphEncoder(nn.Module):
         share_weights: bool = False,
         scaled: bool = True,
         pe_dim: int = 8,
-        graph=None,
+        construction=None,
         impl: str = "sparse",
         dense_min_density: float = 0.0,
         edge_types: bool = False,
@@ -137,13 +141,14 @@ class GraphEncoder(nn.Module):
             if value not in valid:
                 raise ValueError(f"unknown model.{name} {value!r}; valid: {', '.join(valid)}")
         self.hidden_dim, self.num_layers, self.positional, self.readout = hidden_dim, num_layers, positional, readout
-        self.graph, self.impl, self.dense_min_density = graph, impl, dense_min_density
+        self.construction, self.impl, self.dense_min_density = construction, impl, dense_min_density
         self.edge_types = bool(edge_types)
         self.embed = nn.Embedding(vocab_size, hidden_dim)
         self.embed_dropout = nn.Dropout(dropout)
         # lap_pe / random_walk_pe arrive as ndata['pe'] (N, pe_dim), built with the graphs; a linear map to d
         self.pe_proj = nn.Linear(pe_dim, hidden_dim) if positional in STRUCTURAL_PE else None
-        extra = {"scaled": scaled} if aggregator == "transformer" else {}
+        takes_scaled = "scaled" in inspect.signature(AGGREGATORS[aggregator]).parameters  # dot-product attention
+        extra = {"scaled": scaled} if takes_scaled else {}
         if edge_types:
             extra["edge_types"] = len(EDGE_TYPES)
 
@@ -161,7 +166,7 @@ class GraphEncoder(nn.Module):
 
     @property
     def dynamic(self) -> bool:
-        return self.graph is not None and self.graph.dynamic
+        return self.construction is not None and self.construction.dynamic
 
     def choose_impl(self, g: dgl.DGLGraph) -> str:
         """sparse or dense for this batch (see the class docstring)."""
@@ -176,7 +181,7 @@ class GraphEncoder(nn.Module):
         if self.impl != "auto":
             return self.impl
         sizes = g.batch_num_nodes().double()
-        edges = (self.graph.k + 1) * sizes.sum() if self.dynamic else g.num_edges()
+        edges = sum(self.construction.edge_count(int(n)) for n in sizes) if self.dynamic else g.num_edges()
         padded_pairs = len(sizes) * sizes.max() ** 2  # what the dense twin computes, padding included
         return "dense" if edges / padded_pairs >= self.dense_min_density else "sparse"
 
@@ -209,34 +214,23 @@ class GraphEncoder(nn.Module):
         """Final node features (N, d), by message passing on ``g``."""
         h = self.embed_nodes(g)
         for block in self.layers():
-            layer_graph = self.graph.rebuild(g, h) if self.dynamic else g
+            layer_graph = self.construction.rebuild(g, h) if self.dynamic else g
             h = block(layer_graph, h)
         return self.final_norm(h)
 
     def dense_graph(self, g: dgl.DGLGraph) -> tuple[DenseGraph, torch.Tensor]:
         """The padded twin of ``g`` on the model's device, and its (B, n) mask of token nodes."""
         device = self.embed.weight.device
-        complete = self.graph is not None and self.graph.name == "complete" and self.graph.self_loops
+        complete = self.construction is not None and self.construction.dense_complete
         dg = to_dense(g, device, complete=complete, edge_types=self.edge_types)
         return dg, dg.valid & (dg.pad(g.ndata["pos"].to(device)) >= 0)  # pos is -1 at <cls>
-
-    def dense_knn(self, dg: DenseGraph, x: torch.Tensor, tokens: torch.Tensor) -> DenseGraph:
-        """This layer's kNN graph from padded features (B, n, d), as ``GraphConstruction.rebuild`` builds it
-        sparse: tokens from their k nearest tokens, plus the static <cls> edges and self loops."""
-        adj = knn_adjacency(x, tokens, self.graph.k) | dg.adjacency()
-        if self.graph.self_loops:
-            adj = adj | (torch.eye(x.shape[1], dtype=torch.bool, device=x.device) & tokens[:, :, None])
-        etype = None
-        if self.edge_types:  # by position, as GraphConstruction.rebuild types them (pos -1 marks <cls>)
-            etype = positional_edge_types(torch.where(tokens, 0, -1))
-        return DenseGraph(dg.valid, dg.index, adj, etype)
 
     def dense_states(self, g: dgl.DGLGraph) -> tuple[torch.Tensor, DenseGraph, torch.Tensor]:
         """Final node features (B, n, d) of the padded batch, its DenseGraph and token mask."""
         dg, tokens = self.dense_graph(g)
         x = dg.pad(self.embed_nodes(g))  # (B, n, d)
         for block in self.layers():
-            x = block(self.dense_knn(dg, x, tokens) if self.dynamic else dg, x)
+            x = block(self.construction.rebuild_dense(dg, x, tokens, self.edge_types) if self.dynamic else dg, x)
         return self.final_norm(x), dg, tokens
 
     def forward(self, g: dgl.DGLGraph, nodes: bool = False):
@@ -270,50 +264,75 @@ class GraphEncoder(nn.Module):
             return dgl.sum_nodes(g, "h") / dgl.sum_nodes(g, "w").clamp(min=1)  # (B, d)
 
 
-# Recursive models (models/recursive.py): name -> the cell used when model.cell is not given.
-RECURSIVE_MODELS = {"treelstm": "childsum", "recursive": "deepsets"}
-MODELS = tuple(AGGREGATORS) + tuple(RECURSIVE_MODELS)
+@dataclass(frozen=True)
+class EncoderConfig:
+    """Every knob of :class:`GraphEncoder`, as conf/encoder/default.yaml (the single source of their defaults)
+    and conf/model/<aggregator>.yaml set them. Checked once, when made."""
+
+    name: str  # the aggregator: a key of models.aggregators.AGGREGATORS
+    hidden_dim: int
+    num_layers: int
+    num_heads: int
+    ffn: bool
+    ffn_mult: int
+    dropout: float
+    attn_dropout: float
+    scaled: bool
+    positional: str
+    pe_dim: int
+    pe_graph: str
+    readout: str
+    norm: str
+    share_weights: bool
+    edge_types: bool
+    update: str
+    impl: str
+    dense_min_density: float
+
+    family = "encoder"
+
+    @classmethod
+    def from_mapping(cls, cfg: Mapping) -> EncoderConfig:
+        return cls(**typed_fields(cls, cfg))
+
+    def __post_init__(self):
+        for key, valid in (
+            ("name", tuple(AGGREGATORS)),
+            ("readout", READOUTS),
+            ("positional", POSITIONAL),
+            ("pe_graph", PE_GRAPHS),
+            ("norm", NORMS),
+            ("update", UPDATES),
+            ("impl", IMPLS),
+        ):
+            if getattr(self, key) not in valid:
+                raise ValueError(f"unknown model.{key} {getattr(self, key)!r}; valid: {', '.join(valid)}")
+        for key in ("hidden_dim", "num_layers", "num_heads"):
+            value = getattr(self, key)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"model.{key} must be an integer >= 1, got {value!r}")
+        if getattr(AGGREGATORS[self.name], "splits_heads", False) and self.hidden_dim % self.num_heads:
+            raise ValueError(
+                f"model.hidden_dim={self.hidden_dim} must be divisible by model.num_heads={self.num_heads}"
+            )
+
+    def check(self, graph: GraphKind) -> None:
+        """Rules between this config and the graph construction (the construction checks the rest)."""
 
 
-def build_model(model_cfg, vocab_size: int, num_classes: int, construction=None) -> nn.Module:
-    """The model named by ``model.name``: a synchronous encoder with an aggregator of
-    ``models.aggregators.AGGREGATORS``, or a recursive model (``treelstm``, ``recursive``), with the config's sizes."""
-    if model_cfg["name"] not in MODELS:
-        raise ValueError(f"unknown model {model_cfg['name']!r}; valid models: {', '.join(MODELS)}")
-    if model_cfg["name"] in RECURSIVE_MODELS:
-        from models.recursive import RecursiveEncoder, check_recursive
+def build_encoder(config: EncoderConfig, vocab_size: int, num_classes: int, construction=None) -> GraphEncoder:
+    """A synchronous encoder with the config's aggregator and sizes."""
+    values = {f.name: getattr(config, f.name) for f in fields(config) if f.name not in ("name", "pe_graph")}
+    return GraphEncoder(vocab_size, num_classes, aggregator=config.name, construction=construction, **values)
 
-        cell = model_cfg.get("cell") or RECURSIVE_MODELS[model_cfg["name"]]
-        graph = construction.name if construction is not None else None
-        check_recursive(model_cfg["name"], cell, graph, model_cfg["readout"])
-        return RecursiveEncoder(
-            vocab_size,
-            num_classes,
-            cell=cell,
-            hidden_dim=int(model_cfg["hidden_dim"]),
-            dropout=float(model_cfg["dropout"]),
-            readout=model_cfg["readout"],
-        )
-    return GraphEncoder(
-        vocab_size,
-        num_classes,
-        aggregator=model_cfg["name"],
-        hidden_dim=int(model_cfg["hidden_dim"]),
-        num_layers=int(model_cfg["num_layers"]),
-        num_heads=int(model_cfg["num_heads"]),
-        ffn=bool(model_cfg["ffn"]),
-        ffn_mult=int(model_cfg["ffn_mult"]),
-        dropout=float(model_cfg["dropout"]),
-        attn_dropout=float(model_cfg["attn_dropout"]),
-        positional=model_cfg["positional"],
-        readout=model_cfg["readout"],
-        norm=model_cfg["norm"],
-        share_weights=bool(model_cfg["share_weights"]),
-        scaled=bool(model_cfg.get("scaled", True)),
-        pe_dim=int(model_cfg.get("pe_dim", 8)),
-        graph=construction,
-        impl=model_cfg.get("impl", "sparse"),
-        dense_min_density=float(model_cfg.get("dense_min_density", 0.0)),
-        edge_types=bool(model_cfg.get("edge_types", False)),
-        update=model_cfg.get("update", "residual"),
+
+register_family(
+    ModelFamily(
+        "encoder",
+        models=tuple(AGGREGATORS),
+        config=EncoderConfig,
+        build=build_encoder,
+        description="L blocks of synchronous message passing with one aggregator (gcn, gat, transformer, ...)",
+        memory="layers",
     )
+)

@@ -13,7 +13,7 @@ feed-forward 1536, GELU, learned absolute positions and token types, a WordPiece
 ``Attention`` is ``models.aggregators.DotProductAttention``, the ``transformer`` aggregator itself:
 its W_Q, W_K, W_V and output projection O are BERT's query, key, value and attention-output dense
 layer, one to one. On the complete graph over ``[CLS] pieces [SEP]`` this is HF's ``BertModel``
-(tests/test_minilm.py: every layer's hidden states and attention weights, sparse and dense); on any
+(tests/models/test_minilm.py: every layer's hidden states and attention weights, sparse and dense); on any
 other graph (``data/wordpiece.py`` lifts word-level graphs to pieces) it is the same weights with
 attention masked to the graph's edges. The dense twin runs each block on the padded batch with the
 adjacency mask (``models/dense.py``), sharing every parameter.

@@ -17,7 +17,7 @@ the message-passing models are held to. Three cells:
   deepsets   h_i = MLP([x_i ; Σ_c φ(h_c)]): a Deep Sets / GIN update (Zaheer et al., 2017; Xu et
              al., 2019). Its children's sum can count, which sum-mod-10 needs.
 
-Two ways to run the schedule, tested equal (tests/test_recursive.py):
+Two ways to run the schedule, tested equal (tests/models/test_recursive.py):
 
 * ``forward_reference``: DGL's own idiom, ``dgl.prop_nodes_topo`` over the child -> head graph
   with a message / reduce / apply function per cell: readable, but one Python-level pull per
@@ -30,13 +30,15 @@ Two ways to run the schedule, tested equal (tests/test_recursive.py):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import dgl
 import torch
 from torch import nn
 
-from data.graphs import FROM_CHILD, TREE_GRAPHS
+from data.graphs import FROM_CHILD, GRAPH_KINDS, GraphKind, tree_graphs
+from models.registry import ModelFamily, register_family, typed_fields
 
 CELLS = ("childsum", "binary", "deepsets")
 
@@ -62,7 +64,7 @@ def child_edges(g: dgl.DGLGraph) -> tuple[torch.Tensor, torch.Tensor]:
     if "height" not in g.ndata or "etype" not in g.edata:
         raise ValueError(
             "recursive models (model=treelstm, model=recursive) need a tree to walk: "
-            f"use graph={' or graph='.join(TREE_GRAPHS)}"
+            f"use graph={' or graph='.join(tree_graphs())}"
         )
     src, dst = g.edges()
     up = g.edata["etype"] == FROM_CHILD
@@ -264,13 +266,14 @@ def check_recursive(model: str, cell: str, graph: str | None, readout: str = "ro
     ``build_model`` again): a known cell, a graph with a tree, two ordered children for the binary cell."""
     if cell not in CELLS:
         raise ValueError(f"unknown model.cell {cell!r}; valid: {', '.join(CELLS)}")
-    if graph is not None and graph not in TREE_GRAPHS:
+    if graph is not None and (graph not in GRAPH_KINDS or not GRAPH_KINDS[graph].is_tree):
         raise ValueError(
             f"model={model} walks a tree from the leaves up, and graph={graph} has no tree "
-            f"(no child -> head direction): use graph={' or graph='.join(TREE_GRAPHS)}"
+            f"(no child -> head direction): use graph={' or graph='.join(tree_graphs())}"
         )
-    if cell == "binary" and graph is not None and graph != "binary_tree":
-        raise ValueError("model.cell=binary reads two ordered children per node: use graph=binary_tree")
+    if cell == "binary" and graph is not None and not GRAPH_KINDS[graph].binary:
+        binary = " or graph=".join(k.name for k in GRAPH_KINDS.values() if k.binary)
+        raise ValueError(f"model.cell=binary reads two ordered children per node: use graph={binary}")
     if readout not in ("root", "mean"):
         raise ValueError(f"model={model} reads out the root or the mean of the tokens: set model.readout=root")
 
@@ -365,3 +368,59 @@ class RecursiveEncoder(nn.Module):
 
     def forward_reference(self, g: dgl.DGLGraph) -> torch.Tensor:
         return self.readout_logits(g, self.node_states_reference(g))
+
+
+# --------------------------------------------------------------------------------------------
+# The family: its model names (each with its default cell), its typed config, its builder
+# --------------------------------------------------------------------------------------------
+RECURSIVE_MODELS = {"treelstm": "childsum", "recursive": "deepsets"}  # name -> the cell when model.cell is null
+
+
+@dataclass(frozen=True)
+class RecursiveConfig:
+    """The keys conf/model/treelstm.yaml and recursive.yaml carry. Checked once, when made."""
+
+    name: str
+    cell: str | None
+    hidden_dim: int
+    dropout: float
+    readout: str
+
+    family = "recursive"
+    impl = "auto"  # only index tensors leave the graphs: they may stay on the CPU beside a GPU model
+
+    @classmethod
+    def from_mapping(cls, cfg: Mapping) -> RecursiveConfig:
+        values = typed_fields(cls, {"cell": None, **cfg})  # a config may leave the cell to the model name
+        return cls(**{**values, "cell": values["cell"] or RECURSIVE_MODELS[values["name"]]})
+
+    def __post_init__(self):
+        if not isinstance(self.hidden_dim, int) or isinstance(self.hidden_dim, bool) or self.hidden_dim < 1:
+            raise ValueError(f"model.hidden_dim must be an integer >= 1, got {self.hidden_dim!r}")
+        check_recursive(self.name, self.cell, None, self.readout)
+
+    def check(self, graph: GraphKind) -> None:
+        check_recursive(self.name, self.cell, graph.name, self.readout)
+
+
+def build_recursive(config: RecursiveConfig, vocab_size: int, num_classes: int, construction=None) -> RecursiveEncoder:
+    return RecursiveEncoder(
+        vocab_size,
+        num_classes,
+        cell=config.cell,
+        hidden_dim=config.hidden_dim,
+        dropout=config.dropout,
+        readout=config.readout,
+    )
+
+
+register_family(
+    ModelFamily(
+        "recursive",
+        models=tuple(RECURSIVE_MODELS),
+        config=RecursiveConfig,
+        build=build_recursive,
+        description="one pass up the tree, children first (Tree-LSTM, recursive Deep Sets)",
+        memory="one_pass",
+    )
+)

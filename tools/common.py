@@ -10,7 +10,7 @@ import datasets
 import torch
 
 from data.pipeline import GraphDataset, load_splits, make_loader
-from engine.checkpoint import load_checkpoint
+from engine.checkpoint import load_checkpoint, load_model
 
 
 def find_checkpoint(path: str | Path) -> Path:
@@ -37,9 +37,6 @@ class Run:
 
     @classmethod
     def load(cls, path: str | Path) -> Run:
-        # evaluate imports hydra and the whole pipeline: keep it off this module's import path
-        from evaluate import load_model
-
         ckpt_path = find_checkpoint(path)
         ckpt = load_checkpoint(ckpt_path)
         model, vocab, construction, config = load_model(ckpt, str(ckpt_path))

@@ -23,7 +23,7 @@ the length. A model that computes ListOps compositionally should hold its accura
 
 Long expressions are batched by a token budget, and their graphs built batch by batch (the complete
 graph of a 2,000-token expression has 4M edges). Complete graphs run on the dense path (the same
-function as message passing: tests/test_dense.py), which needs no edge list on the device. Scores
+function as message passing: tests/models/test_dense.py), which needs no edge list on the device. Scores
 are saved in each run's ``long_range.json`` and reused (``--force`` scores again).
 """
 
@@ -45,12 +45,11 @@ from torch.utils.data import DataLoader
 
 from data import listops
 from data.pipeline import GraphDataset, collate, describe_example, load_splits
-from engine.checkpoint import load_checkpoint
-from engine.device import graph_device, pick_device
+from engine.checkpoint import load_checkpoint, load_model
+from engine.distributed import graph_device, pick_device
 from engine.evaluation import LENGTH_BUCKETS, predict, summarize
 from engine.io import write_json
 from engine.memory import nodes_per_graph
-from evaluate import load_model
 from tools.common import pyplot
 
 LRA = {"max_depth": 10, "max_args": 10, "sampler": "budget"}  # the Long Range Arena recipe

@@ -764,7 +764,7 @@ class MiniLMAttention:
     """all-MiniLM-L6-v2 (``models/minilm.py``, the pretrained weights, hash-checked) as an ``attention_fn``:
     each sentence's words -> WordPiece ``[CLS] pieces [SEP]`` on the complete piece graph (full BERT
     attention), eval mode, no gradients, the dense twin on a padded batch (``many``: one forward per
-    batch; the dense attention is HF BertModel's, tests/test_minilm.py). Returns ``A [6, 12, P, P]``.
+    batch; the dense attention is HF BertModel's, tests/models/test_minilm.py). Returns ``A [6, 12, P, P]``.
 
     A sentence longer than the model's 254 word pieces, or a word WordPiece gives no piece, is an error:
     the analysis needs every word (SST's longest sentence has well under 254 pieces)."""

@@ -251,7 +251,7 @@ print(
 # * A Transformer layer is a message-passing layer whose graph is complete: $n^2$ edges per sentence.
 # * Swap the graph and you get a sparse or structured Transformer; swap the score function and you get
 #   another GNN (part 2: GCN and GAT).
-# * `tests/test_aggregators.py` checks the same equivalences on larger random batches.
+# * `tests/models/test_aggregators.py` checks the same equivalences on larger random batches.
 #
 # Next: `02_one_encoder_three_aggregators.py`.
 

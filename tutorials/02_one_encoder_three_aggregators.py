@@ -90,7 +90,7 @@ SIZES = dict(hidden_dim=32, num_layers=2, num_heads=4, dropout=0.0)
 
 def build(name: str, construction: GraphConstruction, impl: str = "sparse") -> GraphEncoder:
     torch.manual_seed(0)  # the same initial weights for the shared parts
-    return GraphEncoder(len(vocab), NUM_CLASSES, aggregator=name, graph=construction, impl=impl, **SIZES).eval()
+    return GraphEncoder(len(vocab), NUM_CLASSES, aggregator=name, construction=construction, impl=impl, **SIZES).eval()
 
 
 models = {name: build(name, tree) for name in AGGREGATORS}

@@ -117,7 +117,7 @@ def build(construction: GraphConstruction, impl: str) -> GraphEncoder:
         num_layers=1,
         num_heads=4,
         dropout=0.0,
-        graph=construction,
+        construction=construction,
         impl=impl,
         dense_min_density=THRESHOLD,
     )

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from data.graphs import (
+    GRAPH_KINDS,
     GRAPHS,
     GraphConstruction,
     cls_edges,
@@ -128,8 +129,8 @@ def graph_pairs(g: dgl.DGLGraph) -> list[tuple[int, int]]:
     return pair_list(g.edges())
 
 
-# binary_tree and bpt add phrase/span nodes: tests/test_recursive.py and tests/test_long_range.py test those
-TOKEN_GRAPHS = tuple(g for g in GRAPHS if g not in ("binary_tree", "bpt"))
+# binary_tree and bpt add phrase/span nodes: tests/models/test_recursive.py and tests/engine/test_long_range.py test those
+TOKEN_GRAPHS = tuple(g for g in GRAPHS if not GRAPH_KINDS[g].adds_nodes)
 
 
 @pytest.mark.parametrize("name", TOKEN_GRAPHS)
@@ -409,3 +410,45 @@ def test_vocab_must_start_with_specials(tokens):
 def test_vocab_rejects_duplicates():
     with pytest.raises(ValueError, match="each token once"):
         Vocab(list(SPECIALS) + ["a", "a"])
+
+
+# --------------------------------------------------------------------------------------------
+# The registry: every fact a construction declares agrees with the graphs it builds
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", GRAPHS)
+def test_registry_facts_match_the_graphs_built(name):
+    kind = GRAPH_KINDS[name]
+    for n in (1, 2, 5, 17):
+        heads = [-1] + [i // 2 for i in range(n - 1)]  # a tree over the n tokens, rooted at token 0
+        con = GraphConstruction(name=name, k=3)
+        g = con(list(range(4, 4 + n)), heads)
+        assert ("parent" in g.ndata) == kind.is_tree
+        assert g.num_nodes() <= con.num_nodes(n)
+        assert (g.num_nodes() > n) == (kind.adds_nodes and n > 1)
+        if kind.dynamic:  # edges come from the model's features: count those
+            h = torch.randn(n, 8)
+            g = con.rebuild(dgl.batch([g]), h)
+        if kind.edge_count is not None:  # the memory plan's estimate: exact for complete and knn, within 20%
+            # otherwise (binary_tree's 5n undercounts its 6n - 5 edges, as the plan always has)
+            assert g.num_edges() <= 1.2 * con.edge_count(n), (name, n)
+            assert g.num_edges() == con.edge_count(n) or name not in ("complete", "knn") or n <= con.k + 1
+        else:
+            assert con.edge_count(n) == con(list(range(n)), [-1] + [0] * (n - 1)).num_edges()
+    assert kind.dynamic == (kind.rebuild is not None) == (kind.rebuild_dense is not None)
+
+
+def test_one_place_refuses_an_unknown_graph():
+    from data.pipeline import make_construction
+    from engine.config import check_config
+    from tests.conftest import compose_config
+
+    messages = []
+    for make in (
+        lambda: GraphConstruction(name="star"),
+        lambda: make_construction({"name": "star"}, Vocab.build([["a"]]), {}),
+        lambda: check_config(compose_config(["graph=complete", "graph.name=star"])),
+    ):
+        with pytest.raises(ValueError) as info:
+            make()
+        messages.append(str(info.value))
+    assert len(set(messages)) == 1 and messages[0].startswith("unknown graph 'star'; valid graphs: complete, tree")

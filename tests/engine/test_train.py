@@ -7,8 +7,8 @@ import json
 import pytest
 import torch
 
-from engine.device import pick_device
-from engine.schedule import warmup_cosine
+from engine.distributed import pick_device
+from engine.loop import warmup_cosine
 from tests.conftest import assert_breakdowns_match_test_acc, compose_config, rescored_test_acc
 from train import run
 

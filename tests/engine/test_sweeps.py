@@ -22,7 +22,7 @@ def test_three_trial_optuna_sweep(tmp_path):
         "debug=tiny",
         "hydra.sweeper.n_trials=3",
         f"hydra.sweep.dir={tmp_path}",
-        "+hydra.callbacks.record._target_=tests.sweep_record.RecordJobs",  # jobs.jsonl: each job's objective
+        "+hydra.callbacks.record._target_=tests.helpers.sweep_record.RecordJobs",  # jobs.jsonl: each job's objective
     )
     jobs = [json.loads(line) for line in (tmp_path / "jobs.jsonl").read_text().splitlines()]
     assert [j["num"] for j in jobs] == [0, 1, 2]

@@ -13,7 +13,7 @@ import torch
 
 from tools import embed as tool
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # sentences that appear in no other test or fixture
 NEW = [
     "A heron stood motionless in the shallow reeds.",

@@ -30,7 +30,7 @@ import pytest
 
 from tools import site
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "build" / "site"
 SHOTS = ROOT / "build" / "site_check"
 
@@ -171,7 +171,7 @@ def _anchors(path: Path) -> frozenset[str]:
 @pytest.fixture(scope="module")
 def served_site():
     """Build the site as `make docs` does, then serve build/site on a free local port."""
-    from tests.browser import INSTALL_HINT, find_browser
+    from tests.helpers.browser import INSTALL_HINT, find_browser
 
     if find_browser() is None:
         message = f"no headless browser: {INSTALL_HINT}"
@@ -215,7 +215,7 @@ def _check_links(page: str, links: list[str], base: str) -> list[str]:
 
 @pytest.mark.slow
 def test_the_site_reads_as_a_tutorial_in_a_browser(served_site):
-    from tests.browser import Chromium
+    from tests.helpers.browser import Chromium
 
     base = served_site
     problems: list[str] = []

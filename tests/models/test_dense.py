@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from data import listops
-from data.graphs import GraphConstruction, knn_edges
-from engine.device import graph_device
+from data.graphs import GRAPH_KINDS, GraphConstruction, knn_edges
+from engine.distributed import graph_device
 from evaluate import evaluate
 from models.aggregators import AGGREGATORS
 from models.dense import knn_adjacency, to_dense
@@ -22,7 +22,8 @@ from tests.conftest import compose_config
 from train import run
 
 MODELS = tuple(AGGREGATORS)  # gcn, gat, transformer and the attention-free sum, mean, max
-GRAPHS = ("complete", "tree", "window", "bpt", "knn", "none")
+# every registered construction that ListOps can build (dep needs text) and that needs no binary tree
+GRAPHS = tuple(name for name, kind in GRAPH_KINDS.items() if not kind.text_only and not kind.binary)
 
 
 def batch(construction, num=7, seed=3, max_length=40):
@@ -38,7 +39,15 @@ def batch(construction, num=7, seed=3, max_length=40):
 def encoder(model, construction, readout="mean", **kw):
     torch.manual_seed(0)
     return GraphEncoder(
-        20, 10, aggregator=model, hidden_dim=32, num_layers=2, num_heads=4, graph=construction, readout=readout, **kw
+        20,
+        10,
+        aggregator=model,
+        hidden_dim=32,
+        num_layers=2,
+        num_heads=4,
+        construction=construction,
+        readout=readout,
+        **kw,
     ).eval()
 
 

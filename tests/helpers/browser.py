@@ -1,4 +1,4 @@
-"""A headless Chromium driven over the DevTools protocol, for tests/test_site.py.
+"""A headless Chromium driven over the DevTools protocol, for tests/tools/test_site.py.
 
 Only the system's ``chromium`` (Debian's package) and ``websocket-client`` are needed: no browser
 is downloaded and no driver binary has to match the browser's version. The protocol is a JSON

@@ -27,10 +27,11 @@ from data.graphs import (
     tree_schedule,
 )
 from data.vocab import Vocab
+from engine.config import check_config
 from models.encoder import GraphEncoder, build_model
 from models.recursive import RecursiveEncoder, schedule
 from tests.conftest import assert_breakdowns_match_test_acc, compose_config, rescored_test_acc
-from train import check_config, run
+from train import run
 
 # [MAX 2 9 ]: tokens 0 [MAX, 1 2, 2 9, 3 ]; phrases 4 = ([MAX 2), 5 = (4 9), 6 = (5 ]) the root
 MAX_2_9 = (["[MAX", "2", "9", "]"], [-1, 0, 0, 0], [4, 4, 5, 6, 5, 6, -1], [0, 1, 1, 1, 0, 0, -1])
@@ -238,7 +239,7 @@ def test_bare_digit_through_every_synchronous_model(graph, impl):
     pair = dgl.batch([alone, con([4, 7, 7, 5], [-1, 0, 0, 0])])
     for name in ("gcn", "gat", "transformer", "sum", "mean", "max"):
         torch.manual_seed(0)
-        m = GraphEncoder(20, 10, aggregator=name, hidden_dim=16, num_layers=2, graph=con, impl=impl,
+        m = GraphEncoder(20, 10, aggregator=name, hidden_dim=16, num_layers=2, construction=con, impl=impl,
                          readout="root", edge_types=True).eval()  # fmt: skip
         out = m(alone)
         assert out.shape == (1, 10) and torch.isfinite(out).all()

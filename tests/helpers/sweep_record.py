@@ -1,4 +1,4 @@
-"""A Hydra callback for tests/test_sweeps.py: each job of a sweep appends its number, overrides, run directory
+"""A Hydra callback for tests/engine/test_sweeps.py: each job of a sweep appends its number, overrides, run directory
 and return value (what the sweeper reports to Optuna as the trial's objective) to ``<sweep dir>/jobs.jsonl``.
 
 Optuna's own record of the trials cannot be read back here: the in-memory study dies with the sweep, and

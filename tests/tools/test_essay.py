@@ -11,7 +11,7 @@ import yaml
 
 from tools import essay
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_pooled_sd_and_the_noise_threshold():

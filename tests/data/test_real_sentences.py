@@ -1,4 +1,4 @@
-"""Real sentences above the readers (tests/test_corpora.py tests those): SST's gold trees through the
+"""Real sentences above the readers (tests/data/test_corpora.py tests those): SST's gold trees through the
 parsed splits, their cache and every graph construction; the errors a missing or broken data folder
 gives; node logits for the phrase loss; short runs on the real files of ../shared/data (skipped where
 they are not there)."""
@@ -14,12 +14,13 @@ from data.pipeline import GraphDataset, collate, load_splits, make_construction
 from data.text import load_text_splits, tree_depth
 from data.vocab import Vocab
 from engine.checkpoint import load_checkpoint
+from engine.config import check_config
 from evaluate import evaluate
 from models import build_model
 from tests.conftest import assert_breakdowns_match_test_acc, compose_config
-from tests.test_bad_input import cli
-from tests.test_corpora import SHARED, needs_shared
-from train import check_config, run
+from tests.data.test_corpora import SHARED, needs_shared
+from tests.engine.test_bad_input import cli
+from train import run
 
 # Hand-written trees: brackets escaped as the treebank does, a neutral sentence, a one-word sentence.
 TREES = [
@@ -428,7 +429,7 @@ REAL = {
 }
 EXPECTED = {  # dataset: (num_examples, num_classes)
     "sst": ({"train": 300, "val": 1101, "test": 2210}, 5),
-    "sst_binary": ({"train": 2000, "val": 872, "test": 1821}, 2),  # 6,920 in all: tests/test_corpora.py
+    "sst_binary": ({"train": 2000, "val": 872, "test": 1821}, 2),  # 6,920 in all: tests/data/test_corpora.py
     "trec": ({"train": 300, "val": 500, "test": 500}, 50),
     "sst2": ({"train": 300, "val": 872, "test": 872}, 2),  # GLUE's dev split is our test split
 }

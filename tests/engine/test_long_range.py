@@ -236,12 +236,12 @@ def test_the_dense_path_is_foreseen_as_the_model_chooses_it():
 
     cpu, gpu = torch.device("cpu"), torch.device("cuda")
     bpt = GraphConstruction(name="bpt")
-    model = {"name": "transformer", "impl": "auto", "dense_min_density": 0.07}
+    model = dict(compose_config(["model=transformer"]).model)  # impl auto, dense_min_density 0.07
     assert runs_dense(model, GraphConstruction(name="complete"), 500, (cpu, cpu))
     assert not runs_dense(model, bpt, 1000, (cpu, cpu))  # 69 edges per token: sparse
     assert runs_dense(model, bpt, 1000, (gpu, cpu))  # DGL's CPU wheel and a GPU: only the dense path can run
     assert not runs_dense({**model, "impl": "sparse"}, GraphConstruction(name="complete"), 500, (cpu, cpu))
-    assert not runs_dense({"name": "treelstm", "impl": "auto"}, bpt, 1000, (gpu, cpu))
+    assert not runs_dense(compose_config(["model=treelstm"]).model, bpt, 1000, (gpu, cpu))
 
 
 def test_a_split_too_big_to_hold_builds_its_graphs_per_batch(monkeypatch, tmp_path, tiny_overrides):
