@@ -204,7 +204,7 @@ def word_edges(
 
 def piece_graph(
     pieces: Pieces,
-    graph: str = "complete",
+    graph: str,
     heads: Sequence[int] | None = None,
     window: int = 2,
     bpt_k: int = 4,

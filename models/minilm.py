@@ -367,14 +367,21 @@ def build_minilm_family(config: MiniLMConfig, vocab_size: int, num_classes: int,
 
 def minilm_construction(config: MiniLMConfig, graph_cfg: Mapping):
     """The word-piece construction of ``graph=`` for this model's tokenizer."""
+    from dataclasses import fields
+
     from data.wordpiece import PieceConstruction
 
+    # the graph's own settings (window, k) as its YAML sets them, as data.pipeline.make_construction reads them
+    settings = {
+        f.name: type(f.default)(graph_cfg[f.name])
+        for f in fields(PieceConstruction)
+        if f.name in graph_cfg and f.name != "name" and isinstance(f.default, int) and not isinstance(f.default, bool)
+    }
     return PieceConstruction(
         name=graph_cfg["name"],
         tokenizer_file=str(model_dir() / "tokenizer.json"),
-        window=int(graph_cfg.get("window", 2)),
-        k=int(graph_cfg.get("k", 4)),
         max_pieces=config.max_pieces,
+        **{k: v for k, v in settings.items() if k != "max_pieces"},
     )
 
 

@@ -83,6 +83,8 @@ def test_minilm_fine_tunes_on_the_training_path(trained):
         rows = list(csv.DictReader(f))
     assert [int(r["epoch"]) for r in rows] == [1, 2]
     assert float(rows[1]["train_loss"]) < float(rows[0]["train_loss"])  # learning
+    # evaluation is deterministic, so the validation loss moves only if the weights did (lr 0: equal losses)
+    assert float(rows[1]["val_loss"]) < float(rows[0]["val_loss"]) - 0.01, rows
     assert float(rows[0]["train_loss"]) < 0.69  # below chance (ln 2) within the first epoch's 6 steps
     assert results["best_val_acc"] >= 0.9 and results["test_acc"] >= 0.9, results  # one word decides the label
 
@@ -203,3 +205,46 @@ def test_unknown_or_unliftable_graph_is_one_line(toy_sst, tmp_path):
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "graph=knn is not built on word pieces" in lines[0] and "complete" in lines[0], lines
+
+
+def test_pretrained_graphs_table_shows_finished_running_and_missing_cells(tmp_path):
+    """tools/pretrained_graphs.py: a finished run's test accuracy and noise, a running one's last epoch, and
+    'not run yet' for every other planned cell of the experiment's grids."""
+    from tools import pretrained_graphs as pg
+
+    runs = tmp_path / "runs"
+    for name, finished in (
+        ("dataset=sst_binary,graph=complete,seed=0", True),
+        ("dataset=sst_binary,graph=dep,seed=0", False),
+    ):
+        d = runs / name
+        (d / ".hydra").mkdir(parents=True)
+        graph = "complete" if finished else "dep"
+        (d / ".hydra" / "overrides.yaml").write_text(
+            f"- experiment=pretrained_graphs\n- dataset=sst_binary\n- dataset.data_dir=x\n- graph={graph}\n- seed=0\n"
+        )
+        (d / "metrics.csv").write_text(
+            "epoch,step,lr,train_loss,train_acc,val_loss,val_acc,examples_per_second,seconds\n1,217,0,0.4,0.8,0.35,0.8578,13,560\n"
+        )
+        if finished:
+            results = {
+                "best_val_acc": 0.87,
+                "best_epoch": 2,
+                "test_acc": 0.8775,
+                "epochs": 2,
+                "train_seconds": 1200.0,
+                "num_examples": {"train": 6920, "val": 872, "test": 1821},
+            }
+            (d / "results.json").write_text(json.dumps(results))
+    out = tmp_path / "out"
+    assert pg.main(["--runs", str(runs), "--out", str(out), "--figures", str(out)]) == 0
+    md = (out / "pretrained_graphs.md").read_text()
+    row = next(line for line in md.splitlines() if line.startswith("| binary SST |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1].startswith("87.75 (1 seed, val 87.00)") and cells[1].endswith("[3 planned]")
+    assert cells[2].startswith("running (epoch 1: val 85.78)")
+    assert "not run yet" in cells[3]
+    assert "±1.54" in md  # 2 sqrt(.8775 * .1225 / 1821) = 1.54 points
+    assert "binary SST ≥ 90: 87.75" in md and "missed by 2.25 points" in md
+    assert "SST-5 ≥ 50: not run yet" in md
+    assert (out / "pretrained_graphs.png").is_file()
