@@ -461,7 +461,8 @@ def test_checkpoint_dispatch_names_what_cannot_load(tmp_path, capsys):
 
 
 def _minilm_checkpoint(path, graph):
-    """A train.py-style model=minilm checkpoint at step 0 (the pretrained encoder, a fresh 2-class head)."""
+    """A train.py-style model=minilm checkpoint: the pretrained encoder with block 0's query weights doubled."""
+    import torch
     from omegaconf import OmegaConf
 
     import models
@@ -472,22 +473,27 @@ def _minilm_checkpoint(path, graph):
     cfg = compose_config(["model=minilm", f"graph={graph}", "dataset=sst_binary"])
     construction = models.make_construction(cfg.graph, Vocab.build([["x"]]), cfg.model)
     model = models.build_model(cfg.model, 1, 2, construction)
+    with torch.no_grad():  # as if fine-tuned: block 0's queries changed
+        model.blocks[0].attention.query.weight.mul_(2.0)
     config = OmegaConf.to_container(cfg, resolve=True)
     vocab = Vocab.build([["x"]]).to_list()
     save_checkpoint(path, model=model.state_dict(), config=config, vocab=vocab, num_classes=2, epoch=1)
-    return path
+    return path, model
 
 
 def test_fine_tuned_minilm_checkpoint_loads_with_piece_level_attention(minilm_fn, tmp_path, capsys):
-    """A model=minilm checkpoint is analysed with its own weights on the complete piece graph: at step 0 its
-    attention is the pretrained model's; one fine-tuned on another graph is refused in one line."""
-    fn = ps.checkpoint_attention_fn(_minilm_checkpoint(tmp_path / "complete.pt", "complete"))
+    """A model=minilm checkpoint is analysed with its own weights on the complete piece graph (not the
+    pretrained ones); one fine-tuned on another graph is refused in one line."""
+    path, model = _minilm_checkpoint(tmp_path / "complete.pt", "complete")
+    fn = ps.checkpoint_attention_fn(path)
     assert getattr(fn, "fine_tuned", False) and "fine-tuned on sst_binary" in fn.name
     words = ["The", "film", "is", "unwatchable", "."]
     A, wop = fn(words)
-    A0, wop0 = minilm_fn(words)
-    assert wop == wop0 and A.shape == (6, 12, len(wop), len(wop))
-    np.testing.assert_allclose(A, A0, atol=1e-6)
+    A_own, wop_own = ps.MiniLMAttention(model=model, wordpiece=minilm_fn.wordpiece)(words)
+    A0, _ = minilm_fn(words)
+    assert wop == wop_own and A.shape == (6, 12, len(wop), len(wop))
+    np.testing.assert_allclose(A, A_own, atol=1e-6)  # the checkpoint's weights
+    assert np.abs(A[0] - A0[0]).max() > 1e-3  # not the pretrained ones
     _minilm_checkpoint(tmp_path / "dep.pt", "dep")
     assert ps.main(["--checkpoint", str(tmp_path / "dep.pt"), "--max-sentences", "1"]) == 2
     err = capsys.readouterr().err
