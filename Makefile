@@ -94,10 +94,15 @@ sst_syntax: install ## does a complete-graph Transformer trained on SST find the
 			--out docs/results/sst_syntax/seed$${s}_$$t || exit 1; done; done
 
 SYNTAX_RUN ?= outputs/pretrained_syntax/sst_transformer_complete
+FINETUNED_RUN ?= multirun/pretrained_graphs/dataset=sst_binary,graph=complete,seed=0# make experiment E=pretrained_graphs's first run
 pretrained_syntax: install ## which heads of pretrained MiniLM (and a from-scratch SST Transformer) find the parse -> docs/results/pretrained_syntax.{json,md} (~15 min)
 	test -f $(SYNTAX_RUN)/checkpoints/best.pt || OMP_NUM_THREADS=1 $(PYTHON) train.py experiment=sst graph=complete \
 		model=transformer seed=0 logger=none hydra.run.dir=$(SYNTAX_RUN)
 	$(PYTHON) -m tools.pretrained_syntax --checkpoint $(SYNTAX_RUN) --label from-scratch --name pretrained_syntax_scratch \
 		--out docs/results --figures docs/figures
+	test ! -f "$(FINETUNED_RUN)/results.json" || $(PYTHON) -m tools.pretrained_syntax --checkpoint "$(FINETUNED_RUN)" \
+		--label "fine-tuned MiniLM" --name pretrained_syntax_finetuned --out docs/results --figures docs/figures
 	$(PYTHON) -m tools.pretrained_syntax --model minilm --out docs/results --figures docs/figures \
-		--beside docs/results/pretrained_syntax_scratch.json --md docs/results/pretrained_syntax.md
+		--beside docs/results/pretrained_syntax_scratch.json \
+		$(if $(wildcard docs/results/pretrained_syntax_finetuned.json),--beside docs/results/pretrained_syntax_finetuned.json) \
+		--md docs/results/pretrained_syntax.md

@@ -34,7 +34,7 @@ from torch.utils.data import DataLoader
 import models
 from data.datasets import SPLITS, dataset_entry
 from data.graphs import GraphConstruction
-from data.pipeline import GraphDataset, load_splits, make_construction, make_loader, num_classes_of
+from data.pipeline import GraphDataset, load_splits, make_loader, num_classes_of
 from data.vocab import Vocab
 from engine.checkpoint import (
     Progress,
@@ -49,7 +49,7 @@ from engine.config import check_config, exit_on_user_error
 from engine.distributed import World, finish, start_devices
 from engine.evaluation import predict, summarize
 from engine.io import write_json
-from engine.loop import EpochSettings, train_epoch, warmup_cosine
+from engine.loop import EpochSettings, make_schedule, train_epoch
 from engine.memory import memory_plan
 from engine.tracking import Tracker
 
@@ -90,7 +90,7 @@ def build_data(cfg: DictConfig, devices: Devices, world: World) -> Data:
     splits = load_splits(cfg.dataset, progress=cfg.trainer.progress)
     vocab = Vocab.build(splits["train"]["tokens"], min_freq=int(cfg.dataset.get("min_freq", 1)))
     num_classes = num_classes_of(cfg.dataset, splits)
-    construction = make_construction(cfg.graph, vocab, cfg.model)
+    construction = models.make_construction(cfg.graph, vocab, cfg.model)
     no_trees = construction.kind.gold_tree and "parent" not in splits["train"].column_names
     if no_trees and dataset_entry(cfg.dataset.name).text:
         message = "graph=%s on %s: no gold trees, so the dependency parse (as graph=dep)"
@@ -110,7 +110,7 @@ def build_data(cfg: DictConfig, devices: Devices, world: World) -> Data:
 
 def build_training(cfg: DictConfig, model_cfg, data: Data, device: torch.device, world: World) -> Training:
     """The model ``model=`` names (built by its family from ``model_cfg``, its typed config), and AdamW with a
-    linear warmup + cosine decay over every step of the run."""
+    linear warmup + cosine (or, ``optim.schedule=linear``, linear) decay over every step of the run."""
     core = models.build_model(model_cfg, len(data.vocab), data.num_classes, data.construction).to(device)
     ddp_devices = [device] if device.type == "cuda" else None
     model = core if world.size == 1 else DistributedDataParallel(core, device_ids=ddp_devices)
@@ -121,7 +121,7 @@ def build_training(cfg: DictConfig, model_cfg, data: Data, device: torch.device,
         model.parameters(), lr=float(optim.lr), betas=tuple(optim.betas), weight_decay=float(optim.weight_decay)
     )
     total_steps = int(cfg.trainer.max_epochs) * len(data.train_loader)
-    scheduler = warmup_cosine(optimizer, total_steps, float(optim.warmup_ratio), float(optim.min_lr_ratio))
+    scheduler = make_schedule(optimizer, total_steps, optim)
     return Training(core, model, optimizer, scheduler, num_params)
 
 

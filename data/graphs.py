@@ -434,6 +434,9 @@ class GraphKind:
     dense_complete: bool = False  # with self loops, every node hears every node: the dense path needs no mask
     cls_error: str | None = None  # why readout=cls is refused on this construction (None: allowed)
     no_pe_graph: str | None = None  # why model.pe_graph=graph is refused on it (None: allowed)
+    # the word-level graph data/wordpiece.py lifts to word pieces (a pretrained model's own tokens):
+    # (n_words, heads, parent, window, k) -> (src, dst, extra nodes, their word spans); None: not on pieces
+    word_graph: Callable | None = None
 
 
 GRAPH_KINDS: dict[str, GraphKind] = {}
@@ -675,6 +678,35 @@ def _knn_rebuild_dense(c: GraphConstruction, dg, x: torch.Tensor, tokens: torch.
     return replace(dg, adj=adj, etype=etype)
 
 
+# The word-level graphs data/wordpiece.py lifts to pieces: (src, dst, extra nodes, the extra nodes' word spans).
+def _words_complete(n: int, heads, parent, window: int, k: int):
+    return (*complete_edges(n), 0, [])
+
+
+def _words_window(n: int, heads, parent, window: int, k: int):
+    return (*window_edges(n, window), 0, [])
+
+
+def _words_self(n: int, heads, parent, window: int, k: int):
+    return (*self_loop_edges(n), 0, [])
+
+
+def _words_tree(n: int, heads, parent, window: int, k: int):
+    """The gold constituency tree (``parent``: phrases become extra nodes), else the dependency tree."""
+    if parent is not None:
+        from data.wordpiece import constituency_edges
+
+        return constituency_edges(list(parent), n)
+    if heads is None or len(heads) != n:
+        raise ValueError(f"a tree over {n} words needs one head per word: use a text dataset (parsed by spaCy)")
+    return (*tree_edges(list(heads)), 0, [])
+
+
+def _words_bpt(n: int, heads, parent, window: int, k: int):
+    src, dst, _, n_spans = bpt_edges(n, k=k)
+    return src, dst, n_spans, bpt_spans(n)
+
+
 def _tree_count(c: GraphConstruction, n: int) -> int:
     return 5 * n  # both ways along each tree edge, self loops (binary_tree: ~2n nodes)
 
@@ -686,6 +718,7 @@ for _kind in (
         "every token receives from every token: a Transformer layer",
         edge_count=lambda c, n: n * n if c.self_loops else n * (n - 1),
         dense_complete=True,
+        word_graph=_words_complete,
     ),
     GraphKind(
         "tree",
@@ -694,6 +727,7 @@ for _kind in (
         is_tree=True,
         edge_count=_tree_count,
         gold_tree=True,
+        word_graph=_words_tree,
     ),
     GraphKind(
         "dep",
@@ -702,6 +736,7 @@ for _kind in (
         is_tree=True,
         edge_count=_tree_count,
         text_only=True,
+        word_graph=_words_tree,  # never handed a gold tree (only gold_tree kinds are)
     ),
     GraphKind(
         "binary_tree",
@@ -715,13 +750,19 @@ for _kind in (
         cls_error="model.readout=cls adds a <cls> node, and graph=binary_tree's phrase nodes already read the "
         "whole tree: use model.readout=root (the root phrase) or mean",
     ),
-    GraphKind("window", _build_window, "every token receives from the tokens at most `window` positions away"),
+    GraphKind(
+        "window",
+        _build_window,
+        "every token receives from the tokens at most `window` positions away",
+        word_graph=_words_window,
+    ),
     GraphKind(
         "bpt",
         _build_bpt,
         "BP-Transformer's binary partition: span nodes, O(k n log n) edges",
         adds_nodes=True,
         node_word="span",
+        word_graph=_words_bpt,
     ),
     GraphKind(
         "knn",
@@ -738,6 +779,7 @@ for _kind in (
         _build_self_only,
         "every token hears only itself: a bag of tokens",
         no_pe_graph="none has no edges to encode",
+        word_graph=_words_self,
     ),
 ):
     register_graph(_kind)

@@ -47,7 +47,9 @@ MODEL_SETTINGS = ("cls_id", "phrase_id", "pe", "pe_dim", "pe_graph")  # set from
 
 def make_construction(graph_cfg: Mapping, vocab: Vocab, model_cfg: Mapping) -> GraphConstruction:
     """The graph construction for ``graph_cfg``, with what the model needs on its graphs
-    (a ``<cls>`` node for ``readout=cls``; ``ndata['pe']`` for a structural positional encoding)."""
+    (a ``<cls>`` node for ``readout=cls``; ``ndata['pe']`` for a structural positional encoding).
+    Graphs over words; ``models.make_construction`` asks a family that builds its graphs on its own tokens
+    (a pretrained model's word pieces) for its own construction first."""
     name = graph_cfg["name"]
     kind = graph_kind(name)
     positional = model_cfg.get("positional", "none")
@@ -105,10 +107,13 @@ class GraphDataset(Dataset):
     ):
         encoded = ds.map(lambda ex: {"ids": vocab.encode(ex["tokens"])})
         cols = encoded.column_names
-        self.construction, self.ids = construction, encoded["ids"]
+        # a construction on a model's own tokens (data.wordpiece.PieceConstruction) tokenises the words itself
+        reads_words = getattr(construction, "reads_words", False)
+        self.construction, self.ids = construction, encoded["tokens" if reads_words else "ids"]
         self.heads = encoded["heads"] if "heads" in cols else [None] * len(encoded)
         self.gold = list(zip(encoded["parent"], encoded["slot"])) if "parent" in cols else [None] * len(encoded)
-        self.node_labels = encoded["node_labels"] if "node_labels" in cols else None
+        has_labels = "node_labels" in cols and not reads_words  # word pieces are not the treebank's nodes
+        self.node_labels = encoded["node_labels"] if has_labels else None
         path = None
         if cache_dir and not lazy:  # keyed by the split's content, the construction and the vocabulary
             key = json.dumps([ds._fingerprint, dataclasses.asdict(construction), vocab.to_list()], sort_keys=True)
@@ -156,7 +161,8 @@ class GraphDataset(Dataset):
             log.warning("graph cache %s holds %d graphs, expected %d: building again", path, len(graphs), expected)
             return None
         for g in graphs:
-            g.ndata["root"] = g.ndata["root"].bool()  # stored as uint8
+            if "root" in g.ndata:  # word-piece graphs have none
+                g.ndata["root"] = g.ndata["root"].bool()  # stored as uint8
         return graphs
 
     def __len__(self) -> int:

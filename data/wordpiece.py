@@ -46,8 +46,6 @@ import dgl
 import torch
 
 MAX_PIECES = 256  # all-MiniLM-L6-v2's max_seq_length (sentence_bert_config.json), [CLS] and [SEP] included
-# word-level constructions tools.embed and the benchmark lift to pieces; tree needs a gold tree (SST)
-PIECE_GRAPHS = ("complete", "window", "none", "dep", "bpt", "tree")
 
 
 @dataclass
@@ -177,6 +175,13 @@ def truncate_tree(parent: Sequence[int], n_words: int, kept: int) -> list[int]:
     return [new.get(parent[old], -1) for old in keep]
 
 
+def piece_graphs() -> tuple[str, ...]:
+    """The registered graph constructions that have a word-level graph to lift (``GraphKind.word_graph``)."""
+    from data.graphs import GRAPH_KINDS
+
+    return tuple(k.name for k in GRAPH_KINDS.values() if k.word_graph is not None)
+
+
 def word_edges(
     graph: str,
     n_words: int,
@@ -186,31 +191,20 @@ def word_edges(
     parent: Sequence[int] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, int, list[tuple[int, int]]]:
     """The word-level construction ``graph`` over n words (self loops on): ``(src, dst, extra nodes,
-    extra nodes' word spans)``. ``dep`` needs ``heads`` (-1 at a root); ``tree`` takes the gold
-    constituency ``parent`` (phrases become extra nodes) or, without it, ``heads``."""
-    from data.graphs import bpt_edges, bpt_spans, complete_edges, self_loop_edges, tree_edges, window_edges
+    extra nodes' word spans)``, as its registry entry (``data.graphs.GraphKind.word_graph``) makes it.
+    ``dep`` needs ``heads`` (-1 at a root); a gold-tree kind (``tree``) takes the gold constituency
+    ``parent`` (phrases become extra nodes) or, without it, ``heads``."""
+    from data.graphs import graph_kind
 
-    if graph not in PIECE_GRAPHS:
-        raise ValueError(f"unknown graph {graph!r}; valid: {', '.join(PIECE_GRAPHS)}")
-    if graph == "complete":
-        return (*complete_edges(n_words), 0, [])
-    if graph == "window":
-        return (*window_edges(n_words, window), 0, [])
-    if graph == "none":
-        return (*self_loop_edges(n_words), 0, [])
-    if graph == "tree" and parent is not None:
-        return constituency_edges(list(parent), n_words)
-    if graph in ("dep", "tree"):
-        if heads is None or len(heads) != n_words:
-            raise ValueError(f"graph={graph} needs one head per word ({n_words} words)")
-        return (*tree_edges(list(heads)), 0, [])
-    src, dst, _, n_spans = bpt_edges(n_words, k=bpt_k)
-    return src, dst, n_spans, bpt_spans(n_words)
+    kind = graph_kind(graph)  # an unknown name: one line naming the valid ones
+    if kind.word_graph is None:
+        raise ValueError(f"graph={graph} is not built on word pieces; valid graphs here: {', '.join(piece_graphs())}")
+    return kind.word_graph(n_words, heads, parent if kind.gold_tree else None, window, bpt_k)
 
 
 def piece_graph(
     pieces: Pieces,
-    graph: str = "complete",
+    graph: str,
     heads: Sequence[int] | None = None,
     window: int = 2,
     bpt_k: int = 4,
@@ -227,7 +221,7 @@ def piece_graph(
         heads = [h if h < kept else -1 for h in list(heads)[:kept]]
     if parent is not None:
         parent = truncate_tree(parent, pieces.n_words, kept)
-    src, dst, n_extra, spans = word_edges(graph, kept, heads, window, bpt_k, parent if graph == "tree" else None)
+    src, dst, n_extra, spans = word_edges(graph, kept, heads, window, bpt_k, parent)
     src, dst = lift_edges(pieces.word, src, dst, kept, n_extra)
     p = len(pieces)
     g = dgl.graph((src, dst), num_nodes=p + n_extra)
@@ -243,3 +237,56 @@ def piece_graph(
     g.ndata["segment"] = torch.zeros(p + n_extra, dtype=torch.long)
     g.ndata["pool"] = torch.cat([torch.ones(p), torch.zeros(n_extra)])
     return g
+
+
+@dataclass
+class PieceConstruction:
+    """The graph construction of a model that reads its own WordPiece tokens (``ModelFamily.graphs_on_own_tokens``):
+    ``construction(words, heads, gold) -> DGLGraph`` tokenises the sentence's words and lifts the word-level
+    graph ``name`` to the pieces (module docstring). ``gold``: the dataset's ``(parent, slot)`` gold tree, read
+    by gold-tree kinds (``tree`` on SST). It stands where ``data.graphs.GraphConstruction`` stands in the
+    pipeline: ``name``, ``kind``, ``cls_id`` (None: [CLS] is always node 0), ``dynamic``, ``num_nodes`` and
+    ``edge_count`` (bounds for the memory plan). The data pipeline hands it words, not vocabulary ids
+    (``reads_words``), and gives its nodes no per-node labels (they are pieces, not the treebank's nodes)."""
+
+    name: str
+    tokenizer_file: str
+    window: int = 2
+    k: int = 4
+    max_pieces: int = MAX_PIECES
+    reads_words: bool = True
+    cls_id: None = None
+    dynamic: bool = False
+    dense_complete: bool = False
+
+    def __post_init__(self):
+        if self.kind.word_graph is None:  # an unknown name was refused by graph_kind already
+            raise ValueError(
+                f"graph={self.name} is not built on word pieces; valid graphs here: {', '.join(piece_graphs())}"
+            )
+        self._wordpiece = None
+
+    @property
+    def kind(self):
+        from data.graphs import graph_kind
+
+        return graph_kind(self.name)
+
+    @property
+    def wordpiece(self) -> WordPiece:
+        if self._wordpiece is None:
+            self._wordpiece = WordPiece(self.tokenizer_file, self.max_pieces)
+        return self._wordpiece
+
+    def __call__(self, words: Sequence[str], heads: Sequence[int] | None = None, gold=None) -> dgl.DGLGraph:
+        parent = gold[0] if gold is not None and self.kind.gold_tree else None
+        return piece_graph(
+            self.wordpiece.pieces(words), self.name, heads, self.window, self.k, self.wordpiece.mask_id, parent
+        )
+
+    def num_nodes(self, n: int) -> int:
+        """Bound on the nodes of an n-word sentence: 2 pieces a word, [CLS], [SEP], n extra nodes."""
+        return min(self.max_pieces, 2 * n + 2) + (n if self.kind.adds_nodes or self.kind.gold_tree else 0)
+
+    def edge_count(self, n: int) -> int:
+        return self.num_nodes(n) ** 2  # a bound: at most every pair

@@ -19,10 +19,10 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from data.pipeline import make_construction, with_defaults
+from data.pipeline import with_defaults
 from data.vocab import Vocab
 from engine.io import save_torch
-from models import build_model, family_of
+from models import build_model, family_of, make_construction
 
 log = logging.getLogger("train")  # train.py's logger: resume lines read ``[train]`` in train.log, as they always have
 FORMAT = "tagnn-checkpoint-v1"
@@ -84,6 +84,8 @@ def upgrade_config(config: dict) -> dict:
         out["model"] = {k: model.get(k, LEGACY_MODEL_VALUES.get(k)) for k in keys}
     if out.get("dataset") is not None:
         out["dataset"] = with_defaults(out["dataset"])
+    if out.get("optim") is not None and "schedule" not in out["optim"]:
+        out["optim"] = {**out["optim"], "schedule": "cosine"}  # the only schedule before optim.schedule existed
     return out
 
 
@@ -93,7 +95,9 @@ def load_model(ckpt: dict, path: str | os.PathLike = "checkpoint"):
     construction = make_construction(config["graph"], vocab, config["model"])
     model = build_model(config["model"], len(vocab), int(ckpt["num_classes"]), construction)
     rows = ckpt["model"].get("embed.weight")
-    if rows is None or rows.shape[0] != len(vocab):
+    # a family with its own tokenizer has its vocabulary in its weights, not in ckpt["vocab"]
+    own_tokens = family_of(config["model"]["name"]).own_tokenizer
+    if not own_tokens and (rows is None or rows.shape[0] != len(vocab)):
         raise ValueError(
             f"{path}: its weights do not match its vocabulary ({None if rows is None else rows.shape[0]} "
             f"embeddings, {len(vocab)} tokens); it was not written by this version of train.py"

@@ -1,5 +1,5 @@
 """One training epoch: forward, loss, a finite-loss check, backward, clipping, a step of the optimiser and
-the schedule (linear warmup, then cosine decay to a floor, stepped once per batch), and W&B's per-step
+the schedule (linear warmup, then cosine or linear decay to a floor, stepped once per batch), and W&B's per-step
 metrics every ``trainer.log_every`` steps."""
 
 from __future__ import annotations
@@ -45,6 +45,31 @@ def warmup_cosine(
         return min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def warmup_linear(optimizer: torch.optim.Optimizer, total_steps: int, warmup_ratio: float, min_lr_ratio: float):
+    """lr multiplier: linear 0 -> 1 over the warmup steps, then linear 1 -> ``min_lr_ratio`` at the last step
+    (BERT's fine-tuning schedule with ``min_lr_ratio`` 0)."""
+    warmup = max(1, int(warmup_ratio * total_steps))
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))
+        return 1 - (1 - min_lr_ratio) * progress
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+SCHEDULES = {"cosine": warmup_cosine, "linear": warmup_linear}  # optim.schedule
+
+
+def make_schedule(optimizer: torch.optim.Optimizer, total_steps: int, optim) -> torch.optim.lr_scheduler.LambdaLR:
+    """``optim.schedule`` (cosine | linear) with ``optim.warmup_ratio`` and ``optim.min_lr_ratio``."""
+    name = optim.get("schedule", "cosine")
+    if name not in SCHEDULES:
+        raise ValueError(f"unknown optim.schedule {name!r}; valid: {', '.join(SCHEDULES)}")
+    return SCHEDULES[name](optimizer, total_steps, float(optim.warmup_ratio), float(optim.min_lr_ratio))
 
 
 def train_epoch(

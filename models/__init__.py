@@ -10,7 +10,7 @@ import pkgutil
 from models.aggregators import AGGREGATORS, DotProductAttention, GATAttention, GCNAggregation
 from models.encoder import EncoderConfig, GraphEncoder
 from models.recursive import RECURSIVE_MODELS, RecursiveConfig, RecursiveEncoder
-from models.registry import MODEL_FAMILIES, build_model, family_of, model_config, model_names
+from models.registry import MODEL_FAMILIES, build_model, family_of, make_construction, model_config, model_names
 
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
@@ -31,6 +31,7 @@ __all__ = [
     "RecursiveEncoder",
     "build_model",
     "family_of",
+    "make_construction",
     "model_config",
     "model_names",
 ]

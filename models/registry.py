@@ -32,6 +32,9 @@ class ModelFamily:
     )
     own_tokenizer: bool = False  # brings its own tokenizer and vocabulary (a pretrained model)
     graphs_on_own_tokens: bool = False  # its graphs are built over its own tokens (word pieces), not words
+    # for graphs_on_own_tokens: (typed config, graph config) -> the construction that turns a sentence's words
+    # into a graph on its tokens (data.wordpiece.PieceConstruction: tokenise, then lift the word-level graph)
+    construction: Callable | None = None
 
 
 MODEL_FAMILIES: dict[str, ModelFamily] = {}
@@ -89,3 +92,19 @@ def build_model(model_cfg, vocab_size: int, num_classes: int, construction=None)
     if construction is not None:
         config.check(construction.kind)
     return family_of(config.name).build(config, vocab_size, num_classes, construction)
+
+
+def make_construction(graph_cfg: Mapping, vocab, model_cfg: Mapping):
+    """The graph construction of a run: the model family's own (``graphs_on_own_tokens``: graphs on its word
+    pieces, from the same ``graph=``) or the word-level one of ``data.pipeline.make_construction``."""
+    from data.pipeline import make_construction as word_construction
+
+    name = model_cfg.get("name") if isinstance(model_cfg, Mapping) else getattr(model_cfg, "name", None)
+    if name is not None:
+        family = family_of(name)
+        if family.graphs_on_own_tokens:
+            from data.graphs import graph_kind
+
+            graph_kind(graph_cfg["name"])  # an unknown graph: the registry's one line
+            return family.construction(model_config(model_cfg), graph_cfg)
+    return word_construction(graph_cfg, vocab, model_cfg)

@@ -877,13 +877,28 @@ def checkpoint_attention_fn(path: str | Path):
     ckpt = load_checkpoint(find_checkpoint(path))
     name = ckpt["config"]["model"]["name"]
     if name == "minilm":
-        raise ValueError(
-            f"{path}: a fine-tuned MiniLM checkpoint (model=minilm) cannot be analysed yet: its loader comes with "
-            "train.py's model=minilm (issue 24)"
-        )
+        return fine_tuned_minilm(ckpt, path)
     if name not in WORD_LEVEL_FAMILIES:
         raise ValueError(f"{path}: model={name} has no attention to analyse; valid: {', '.join(WORD_LEVEL_FAMILIES)}")
     return WordModelAttention(Run.load(path))
+
+
+def fine_tuned_minilm(ckpt: dict, path: str | Path) -> MiniLMAttention:
+    """A train.py ``model=minilm`` checkpoint (fine-tuned all-MiniLM-L6-v2) as an ``attention_fn``: its weights
+    (the classifier head aside) on the complete piece graph, as ``--model minilm`` runs the pretrained ones.
+    Only a model fine-tuned on graph=complete: on another graph its heads never saw the pairs it lacks."""
+    from engine.checkpoint import load_model
+
+    model, _, construction, config = load_model(ckpt, path)
+    graph = config["graph"]["name"]
+    if graph != "complete":
+        raise ValueError(
+            f"{path}: fine-tuned on graph={graph}; the analysis reads full attention: use a run with graph=complete"
+        )
+    fn = MiniLMAttention(model=model, wordpiece=construction.wordpiece)
+    fn.name = f"all-MiniLM-L6-v2 fine-tuned on {config['dataset']['name']} (graph=complete, {path})"
+    fn.fine_tuned = True
+    return fn
 
 
 def model_attention_fn(name: str) -> AttentionFn:
@@ -904,7 +919,7 @@ CLARK = {  # Clark et al. (2019), BERT-base on WSJ, gold Stanford dependencies: 
     "nsubj": (58.5, 45.5),
     ALL: (34.5, 26.3),
 }
-NOT_RUN = "not run yet: needs model=minilm fine-tuning (issue 24)"
+NOT_RUN = "not run yet: analyse a train.py model=minilm graph=complete run with --checkpoint RUN"
 
 
 def example_sentence(sentences: Sequence[Mapping], relations=("det", "nsubj", "dobj")) -> Mapping:
@@ -961,8 +976,10 @@ def _summary(main_r: dict, others: Sequence[dict]) -> list[str]:
 
 
 def markdown(results: Sequence[dict], fine_tuned: str = NOT_RUN) -> str:
-    """docs/results/pretrained_syntax.md from the json of each model (the first: the pretrained encoder)."""
+    """docs/results/pretrained_syntax.md from the json of each model (the first: the pretrained encoder). A
+    json with ``fine_tuned`` (``--checkpoint`` of a train.py ``model=minilm`` run) fills the fine-tuned column."""
     main_r, others = results[0], list(results[1:])
+    tuned = next((r for r in others if r.get("fine_tuned")), None)
     rel_rows = dict(sorted(main_r["relations"].items(), key=lambda kv: -kv[1]["n"]))  # json keys come sorted
     cmds = "\n".join(r.get("command", "") for r in others) + "\n" + main_r.get("command", "")
     lines = [
@@ -1027,17 +1044,19 @@ def markdown(results: Sequence[dict], fine_tuned: str = NOT_RUN) -> str:
     header = "| relation | Clark head | best offset | pretrained MiniLM |"
     sep = "|---|---|---|---|"
     for r in others:
-        header += f" {r.get('label', r['model'])} |"
-        sep += "---|"
+        if r is not tuned:
+            header += f" {r.get('label', r['model'])} |"
+            sep += "---|"
     header += " fine-tuned MiniLM |"
     sep += "---|"
     lines += [header, sep]
     for rel, row in rel_rows.items():
         cells = [rel, f"{CLARK[rel][0]:.1f}" if rel in CLARK else "", _pct(row["offset_acc"])]
-        for r in [main_r, *others]:
+        for r in [main_r, *[o for o in others if o is not tuned], *([tuned] if tuned else [])]:
             o = r["relations"].get(rel)
             cells.append("–" if o is None else f"{_pct(o['acc'])} ({o['head']}{', finds' if o['finds'] else ''})")
-        cells.append(fine_tuned if rel == next(iter(rel_rows)) else "")
+        if tuned is None:
+            cells.append(fine_tuned if rel == next(iter(rel_rows)) else "")
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "## Trees out of attention (Chu-Liu/Edmonds), test", ""]
     t0 = main_r["trees"]
@@ -1107,7 +1126,7 @@ def markdown(results: Sequence[dict], fine_tuned: str = NOT_RUN) -> str:
                     f"| {_pct(s['offset_acc'])} | {_pct(s['noise'])} | {'**yes**' if s['finds'] else 'no'} |"
                 )
         lines.append("")
-    lines.append(f"Fine-tuned MiniLM: {fine_tuned}.")
+    lines.append(f"Fine-tuned MiniLM: {tuned['model'] if tuned else fine_tuned}.")
     return "\n".join(lines) + "\n"
 
 
@@ -1150,6 +1169,8 @@ def main(argv=None) -> int:
                 tree_val_sentences=args.tree_val_sentences or None,
             )
             result["label"] = args.label or ("pretrained MiniLM" if args.model == "minilm" else result["model"])
+            if getattr(fn, "fine_tuned", False):
+                result["fine_tuned"] = True
             result["command"] = "python -m tools.pretrained_syntax " + " ".join(argv)
             result["seconds"] = round(time.perf_counter() - start, 1)
             out = Path(args.out)

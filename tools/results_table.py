@@ -38,6 +38,7 @@ NOT_FACTORS = (
     "hparams_search",
     "cluster",
     "scale",
+    "dataset.data_dir",  # where a dataset's files are: not a setting (dataset= is the factor)
 )  # not compared
 
 

@@ -7,6 +7,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from tests.conftest import ROOT
 from tools import pretrained_syntax as ps
 from tools.attention_syntax import sister_offset_baseline, sister_pairs
 
@@ -451,12 +452,59 @@ def test_word_model_attention_is_the_edge_weights():
 def test_checkpoint_dispatch_names_what_cannot_load(tmp_path, capsys):
     from engine.checkpoint import save_checkpoint
 
-    for name, expected in (
-        ("minilm", "fine-tuned MiniLM checkpoint (model=minilm) cannot be analysed yet"),
-        ("gcn", "model=gcn has no attention to analyse; valid: transformer, gat"),
-    ):
+    for name, expected in (("gcn", "model=gcn has no attention to analyse; valid: transformer, gat"),):
         path = tmp_path / f"{name}.pt"
         save_checkpoint(path, model={}, config={"model": {"name": name}}, vocab=[], num_classes=2, epoch=0)
         assert ps.main(["--checkpoint", str(path), "--max-sentences", "1"]) == 2
         err = capsys.readouterr().err
         assert expected in err and len(err.strip().splitlines()) == 1, err
+
+
+def _minilm_checkpoint(path, graph):
+    """A train.py-style model=minilm checkpoint: the pretrained encoder with block 0's query weights doubled."""
+    import torch
+    from omegaconf import OmegaConf
+
+    import models
+    from data.vocab import Vocab
+    from engine.checkpoint import save_checkpoint
+    from tests.conftest import compose_config
+
+    cfg = compose_config(["model=minilm", f"graph={graph}", "dataset=sst_binary"])
+    construction = models.make_construction(cfg.graph, Vocab.build([["x"]]), cfg.model)
+    model = models.build_model(cfg.model, 1, 2, construction)
+    with torch.no_grad():  # as if fine-tuned: block 0's queries changed
+        model.blocks[0].attention.query.weight.mul_(2.0)
+    config = OmegaConf.to_container(cfg, resolve=True)
+    vocab = Vocab.build([["x"]]).to_list()
+    save_checkpoint(path, model=model.state_dict(), config=config, vocab=vocab, num_classes=2, epoch=1)
+    return path, model
+
+
+def test_fine_tuned_minilm_checkpoint_loads_with_piece_level_attention(minilm_fn, tmp_path, capsys):
+    """A model=minilm checkpoint is analysed with its own weights on the complete piece graph (not the
+    pretrained ones); one fine-tuned on another graph is refused in one line."""
+    path, model = _minilm_checkpoint(tmp_path / "complete.pt", "complete")
+    fn = ps.checkpoint_attention_fn(path)
+    assert getattr(fn, "fine_tuned", False) and "fine-tuned on sst_binary" in fn.name
+    words = ["The", "film", "is", "unwatchable", "."]
+    A, wop = fn(words)
+    A_own, wop_own = ps.MiniLMAttention(model=model, wordpiece=minilm_fn.wordpiece)(words)
+    A0, _ = minilm_fn(words)
+    assert wop == wop_own and A.shape == (6, 12, len(wop), len(wop))
+    np.testing.assert_allclose(A, A_own, atol=1e-6)  # the checkpoint's weights
+    assert np.abs(A[0] - A0[0]).max() > 1e-3  # not the pretrained ones
+    _minilm_checkpoint(tmp_path / "dep.pt", "dep")
+    assert ps.main(["--checkpoint", str(tmp_path / "dep.pt"), "--max-sentences", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "fine-tuned on graph=dep" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_fine_tuned_json_fills_its_column():
+    base = json.loads((ROOT / "docs" / "results" / "pretrained_syntax.json").read_text())
+    tuned = {**base, "label": "fine-tuned MiniLM", "fine_tuned": True, "model": "all-MiniLM-L6-v2 fine-tuned"}
+    md = ps.markdown([base, tuned])
+    assert ps.NOT_RUN not in md and "Fine-tuned MiniLM: all-MiniLM-L6-v2 fine-tuned." in md
+    header = next(line for line in md.splitlines() if line.startswith("| relation | Clark head"))
+    assert header.count("|") == 6 and header.strip().endswith("fine-tuned MiniLM |")
+    assert ps.NOT_RUN in ps.markdown([base])

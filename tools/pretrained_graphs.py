@@ -1,0 +1,262 @@
+"""The table of ``make experiment E=pretrained_graphs``: fine-tuned MiniLM per dataset x graph, every planned
+cell shown, "not run yet" where no run finished.
+
+    python -m tools.pretrained_graphs                      # multirun/pretrained_graphs -> docs/results/pretrained_graphs.{md,json}
+    python -m tools.pretrained_graphs --runs DIR --out DIR --figures DIR
+
+The planned cells are read from ``conf/experiment/pretrained_graphs.yaml``'s grids (a cell: dataset, graph,
+other overrides; its seeds). A finished run is one with ``results.json``; a run still training shows its
+last finished epoch from ``metrics.csv``. Noise: two binomial standard errors of a test accuracy p on n
+test sentences, 2 sqrt(p (1 - p) / n); a difference between graphs is a finding only beyond it (and with
+3 seeds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import itertools
+import json
+import math
+import shlex
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPERIMENT = "pretrained_graphs"
+TARGETS = {"sst_binary": 90.0, "sst": 50.0, "trec": 95.0}  # issue 24's targets (test accuracy, %)
+TRAIN_SIZES = {"sst_binary": 6920, "sst": 8544, "trec": 4952, "sst2": 66477}  # training sentences (for the estimate)
+EPOCHS = 2
+NAMES = {"sst_binary": "binary SST", "sst": "SST-5", "trec": "TREC-6", "sst2": "GLUE SST-2 (dev as test)"}
+SKIP = ("dataset.data_dir", "trainer.resume", "experiment", "trainer.progress")
+
+
+def planned_cells(conf: Path) -> list[dict]:
+    """Every (settings, seed) the experiment's grids name, in grid order."""
+    grids = (yaml.safe_load(conf.read_text()) or {}).get("experiment_grids") or []
+    cells = []
+    for line in grids:
+        keys, values = [], []
+        for item in shlex.split(line):
+            key, _, value = item.partition("=")
+            if key not in SKIP:
+                keys.append(key)
+                values.append(value.split(","))
+        for combo in itertools.product(*values):
+            cells.append(dict(zip(keys, combo)))
+    return cells
+
+
+def run_of(run_dir: Path) -> dict | None:
+    over = run_dir / ".hydra" / "overrides.yaml"
+    if not over.is_file():
+        return None
+    settings = {}
+    for item in yaml.safe_load(over.read_text()) or []:
+        key, _, value = str(item).partition("=")
+        if key not in SKIP:
+            settings[key] = value
+    out = {"dir": run_dir.name, "settings": settings, "finished": False}
+    metrics = run_dir / "metrics.csv"
+    if metrics.is_file():
+        with open(metrics, newline="") as f:
+            rows = list(csv.DictReader(f))
+        out["epochs"] = [
+            {"epoch": int(r["epoch"]), "val_acc": float(r["val_acc"]), "seconds": float(r["seconds"])} for r in rows
+        ]
+    results = run_dir / "results.json"
+    if results.is_file():
+        r = json.loads(results.read_text())
+        out.update(
+            finished=True,
+            best_val_acc=r["best_val_acc"],
+            best_epoch=r["best_epoch"],
+            test_acc=r["test_acc"],
+            epochs_run=r["epochs"],
+            train_seconds=r["train_seconds"],
+            n_test=r["num_examples"]["test"],
+            n_train=r["num_examples"]["train"],
+        )
+    return out
+
+
+def key_of(settings: dict) -> tuple:
+    return tuple(sorted((k, v) for k, v in settings.items() if k != "seed"))
+
+
+def noise(p: float, n: int) -> float:
+    return 200 * math.sqrt(max(p * (1 - p), 1e-12) / n)
+
+
+def build(runs_dir: Path, conf: Path) -> dict:
+    runs = [r for d in sorted(runs_dir.glob("*")) if d.is_dir() and (r := run_of(d))] if runs_dir.is_dir() else []
+    cells: dict[tuple, dict] = {}
+    for plan in planned_cells(conf):
+        cell = cells.setdefault(key_of(plan), {"settings": {k: v for k, v in plan.items() if k != "seed"}})
+        cell.setdefault("seeds_planned", []).append(int(plan.get("seed", 0)))
+    for run in runs:
+        cell = cells.setdefault(key_of(run["settings"]), {"settings": dict(run["settings"]), "seeds_planned": []})
+        cell.setdefault("runs", []).append(run)
+    return {"runs": runs, "cells": list(cells.values())}
+
+
+def cell_text(cell: dict) -> str:
+    done = [r for r in cell.get("runs", []) if r["finished"]]
+    going = [r for r in cell.get("runs", []) if not r["finished"] and r.get("epochs")]
+    if not done:
+        if going:
+            e = going[0]["epochs"][-1]
+            return f"running (epoch {e['epoch']}: val {100 * e['val_acc']:.2f})"
+        return "not run yet"
+    tests = [100 * r["test_acc"] for r in done]
+    mean = sum(tests) / len(tests)
+    sd = f" ± {math.sqrt(sum((t - mean) ** 2 for t in tests) / (len(tests) - 1)):.2f}" if len(tests) > 1 else ""
+    return f"{mean:.2f}{sd} ({len(done)} seed{'s' if len(done) > 1 else ''}, val {100 * max(r['best_val_acc'] for r in done):.2f})"
+
+
+def markdown(data: dict, command: str) -> str:
+    cells = data["cells"]
+    plain = [c for c in cells if set(c["settings"]) <= {"dataset", "graph"}]
+    datasets = list(dict.fromkeys(c["settings"]["dataset"] for c in plain))
+    graphs = list(dict.fromkeys(c["settings"]["graph"] for c in plain))
+    lines = [
+        "# A pretrained Transformer on every graph: all-MiniLM-L6-v2 fine-tuned (issue 24)",
+        "",
+        "Produced by (the grid in `conf/experiment/pretrained_graphs.yaml`, in its order; runs go on with "
+        "`trainer.resume=auto`), then the table:",
+        "",
+        "```",
+        command,
+        "python -m tools.pretrained_graphs",
+        "```",
+        "",
+        "Recipe (the issue's scratch measurement): AdamW lr 3e-5, betas (0.9, 0.999), weight decay 0.01, batch 32, "
+        "10% linear warmup then linear decay to 0, 2 epochs, gradient clipping 1.0, mean pooling and a linear head, "
+        "dropout 0.1. Epoch chosen on validation: the test split is scored with the best validation epoch's "
+        "checkpoint. The learning rate is 3e-5 everywhere, **not chosen**: the lr grid {2e-5, 5e-5} on binary SST "
+        "complete seed 0 is the last grid and has not run. Graphs: each word-level graph lifted to word pieces "
+        "(docs/architecture.md, 'A pretrained family's data path').",
+        "",
+        "Test accuracy (%), mean ± std over the seeds that finished, and the best validation accuracy of those "
+        "runs. 'not run yet': no run of that cell has finished (the full grid is ~8 h on 2 cores; see "
+        "'Compute' below).",
+        "",
+        "| dataset | " + " | ".join(graphs) + " |",
+        "|---|" + "---|" * len(graphs),
+    ]
+    by = {(c["settings"]["dataset"], c["settings"]["graph"]): c for c in plain}
+    for d in datasets:
+        row = [NAMES.get(d, d)]
+        for g in graphs:
+            c = by.get((d, g))
+            if c is None:
+                row.append("–")
+            else:
+                row.append(cell_text(c) + f" [{len(c.get('seeds_planned', []))} planned]")
+        lines.append("| " + " | ".join(row) + " |")
+    others = [c for c in cells if c not in plain]
+    if others:
+        lines += ["", "Other cells:", ""]
+        for c in others:
+            lines.append(f"- {' '.join(f'{k}={v}' for k, v in sorted(c['settings'].items()))}: {cell_text(c)}")
+    lines += [
+        "",
+        "## Runs",
+        "",
+        "| run | val per epoch | best epoch | best val | test | test noise (2 s.e.) | train wall time |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in data["runs"]:
+        per_epoch = ", ".join(f"{100 * e['val_acc']:.2f}" for e in r.get("epochs", []))
+        if r["finished"]:
+            p = r["test_acc"]
+            lines.append(
+                f"| {r['dir']} | {per_epoch} | {r['best_epoch']} | {100 * r['best_val_acc']:.2f} | {100 * p:.2f} "
+                f"| ±{noise(p, r['n_test']):.2f} | {r['train_seconds'] / 60:.1f} min |"
+            )
+        else:
+            spent = sum(e["seconds"] for e in r.get("epochs", []))
+            lines.append(f"| {r['dir']} | {per_epoch} | – | – | still running | – | {spent / 60:.1f} min so far |")
+    lines += ["", "## Compute", ""]
+    done = [r for r in data["runs"] if r["finished"]]
+    if done:
+        rate = sum(r["train_seconds"] for r in done) / sum(r["epochs_run"] * r["n_train"] for r in done)  # s/example
+        left = 0
+        for c in cells:
+            finished = sum(r["finished"] for r in c.get("runs", []))
+            left += max(0, len(c.get("seeds_planned", [])) - finished) * EPOCHS * TRAIN_SIZES[c["settings"]["dataset"]]
+        lines.append(
+            f"Measured: {1 / rate:.1f} training examples per second over the finished runs (one thread each, "
+            f"2 cores shared with other jobs; validation and test scoring not included). The runs not finished "
+            f"need about {left * rate / 3600:.1f} h more of training at that rate, one run at a time "
+            "(`make experiment E=pretrained_graphs` goes on where it stopped)."
+        )
+    else:
+        lines.append("No run has finished: no measured rate yet.")
+    lines += ["", "## Targets (issue 24, test accuracy)", ""]
+    for d, target in TARGETS.items():
+        done = [r for c in plain if c["settings"]["dataset"] == d for r in c.get("runs", []) if r["finished"]]
+        if not done:
+            lines.append(f"- {NAMES[d]} ≥ {target:.0f}: not run yet.")
+            continue
+        best = max(done, key=lambda r: r["best_val_acc"])  # the cell chosen on validation
+        acc = 100 * best["test_acc"]
+        verdict = "met" if acc >= target else f"missed by {target - acc:.2f} points"
+        lines.append(f"- {NAMES[d]} ≥ {target:.0f}: {acc:.2f} ({best['dir']}, the best run on validation): {verdict}.")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def plot(data: dict, path: Path) -> Path:
+    from tools.common import pyplot
+
+    plt = pyplot()
+    plain = [c for c in data["cells"] if set(c["settings"]) <= {"dataset", "graph"}]
+    done = [
+        (c["settings"]["dataset"], c["settings"]["graph"], [100 * r["test_acc"] for r in c["runs"] if r["finished"]])
+        for c in plain
+        if any(r["finished"] for r in c.get("runs", []))
+    ]
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    if done:
+        labels = [f"{NAMES.get(d, d)}\n{g}" for d, g, _ in done]
+        means = [sum(t) / len(t) for _, _, t in done]
+        ax.bar(range(len(done)), means, color="tab:blue")
+        for i, (_, _, tests) in enumerate(done):
+            ax.scatter([i] * len(tests), tests, color="black", s=10, zorder=3)
+        ax.set_xticks(range(len(done)), labels, fontsize=8)
+        ax.set_ylim(min(means) - 10, 100)
+    else:
+        ax.text(0.5, 0.5, "no run finished yet", ha="center", va="center", transform=ax.transAxes)
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_title("fine-tuned all-MiniLM-L6-v2 by graph (finished runs; dots: seeds)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=Path, default=ROOT / "multirun" / EXPERIMENT)
+    parser.add_argument("--conf", type=Path, default=ROOT / "conf" / "experiment" / f"{EXPERIMENT}.yaml")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results")
+    parser.add_argument("--figures", type=Path, default=ROOT / "docs" / "figures")
+    parser.add_argument("--command", default=f"make experiment E={EXPERIMENT}")
+    args = parser.parse_args(argv)
+    from engine.io import write_json
+
+    data = build(args.runs, args.conf)
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_json(args.out / f"{EXPERIMENT}.json", data)
+    (args.out / f"{EXPERIMENT}.md").write_text(
+        markdown(data, args.command) + f"\n![test accuracy by graph](../figures/{EXPERIMENT}.png)\n"
+    )
+    print(f"saved {args.out / f'{EXPERIMENT}.md'}, {plot(data, args.figures / f'{EXPERIMENT}.png')}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
