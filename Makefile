@@ -5,23 +5,25 @@ PYTHON  := $(VENV)/bin/python
 ARGS    ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-all lint format train experiment essay sweep report neural_syntax sst_syntax prune_heads evaluate bench notebooks docs docs-check clean clean-cache
+.PHONY: help install test test-all lint format train experiment essay sweep report neural_syntax sst_syntax pretrained_syntax prune_heads evaluate bench notebooks docs docs-check clean clean-cache
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
 
-$(VENV)/.installed: requirements.txt
+$(VENV)/.installed: requirements.txt requirements-nodeps.txt
 	@command -v $(PY) >/dev/null || { echo "error: $(PY) not found; install Python 3.11 or run 'make install PY=/path/to/python3.11'"; exit 1; }
 	$(PY) -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade "pip<25"
 	$(PYTHON) -m pip install --quiet -r requirements.txt
+	$(PYTHON) -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	$(PYTHON) -c "import dgl, torch; print('installed: dgl', dgl.__version__, '| torch', torch.__version__)"
 	@touch $@
 
 install: $(VENV)/.installed ## create .venv with the pinned stack (CPU; ~5 min, ~6 GB)
 
-test: install ## run the fast test suite (CPU, < 10 min)
+test: install ## the docs against their evidence (tools.check_docs), then the fast test suite (CPU, < 10 min)
 	@$(PYTHON) -c "import dgl, torch; print('smoke: dgl', dgl.__version__, 'torch', torch.__version__)"
+	$(PYTHON) -m tools.check_docs
 	$(PYTHON) -m pytest -q -m "not slow" $(ARGS)
 
 test-all: install ## run every test, the slow ones too
@@ -47,10 +49,10 @@ experiment: install ## one experiment of conf/experiment/ (all its grids) -> doc
 	$(PYTHON) -m tools.experiment $(E) $(ARGS)
 
 SMALL ?=
-essay: install ## every essay experiment, then the answers -> docs/results/essay.md (~30 h on 2 cores); SMALL=1: < 1 h -> docs/results/small/
+essay: install ## every essay experiment, then the answers -> docs/results/essay.md (~26 h on 2 cores, an estimate: docs/essay.md "Compute"); SMALL=1: < 1 h -> docs/results/small/
 	$(if $(SMALL),OMP_NUM_THREADS=1) $(PYTHON) -m tools.essay $(if $(SMALL),scale=small cluster=joblib) $(ARGS)
 
-sweep: ## every model x graph on ListOps, 3 seeds (= make experiment E=graph_choice; ~9 h on 2 cores, SMALL: make essay SMALL=1)
+sweep: ## every model x graph on ListOps, 3 seeds (= make experiment E=graph_choice; ~8 CPU-hours, ~4 h on 2 cores, an estimate: docs/essay.md "Compute"; SMALL: make essay SMALL=1)
 	$(MAKE) --no-print-directory experiment E=graph_choice
 
 report: install ## tables, depth plot, training curves of any sweep: make report DIR=multirun/<sweep> -> DIR/results.md ...
@@ -63,11 +65,12 @@ neural_syntax: install ## train Transformers on complete graphs (3 seeds), measu
 prune_heads: install ## prune the heads of experiment=heads' 8-head model (make experiment E=heads first)
 	$(PYTHON) -m tools.prune_heads multirun/heads/model.num_heads=8,seed=0 --out docs/results/prune_heads $(ARGS)
 
-bench: install ## the hardware lottery (sparse vs dense), the recursive models' step cost, cost as n grows -> bench/results/ (~20 min on 2 cores)
+bench: install ## the hardware lottery (sparse vs dense), the recursive models' step cost, cost as n grows, the pretrained MiniLM (DGL vs dense vs HF) -> bench/results/ (~25 min on 2 cores)
 	$(PYTHON) -m bench.hardware_lottery $(ARGS)
-	$(PYTHON) -m bench.padding
+	$(PYTHON) -m bench.padding > bench/results/padding.md
 	$(PYTHON) -m bench.recursive
 	$(PYTHON) -m bench.scaling
+	$(PYTHON) -m bench.pretrained
 
 notebooks: install ## tutorials/*.py -> tutorials/notebooks/*.ipynb, executed in .venv's kernel (outputs and figures in; not committed)
 	$(PYTHON) -m tools.site notebooks
@@ -89,3 +92,12 @@ sst_syntax: install ## does a complete-graph Transformer trained on SST find the
 	@for s in 0 1 2; do for t in gold dep; do \
 		$(PYTHON) -m tools.attention_syntax "multirun/sst/graph=complete,model=transformer,seed=$$s" --tree $$t \
 			--out docs/results/sst_syntax/seed$${s}_$$t || exit 1; done; done
+
+SYNTAX_RUN ?= outputs/pretrained_syntax/sst_transformer_complete
+pretrained_syntax: install ## which heads of pretrained MiniLM (and a from-scratch SST Transformer) find the parse -> docs/results/pretrained_syntax.{json,md} (~15 min)
+	test -f $(SYNTAX_RUN)/checkpoints/best.pt || OMP_NUM_THREADS=1 $(PYTHON) train.py experiment=sst graph=complete \
+		model=transformer seed=0 logger=none hydra.run.dir=$(SYNTAX_RUN)
+	$(PYTHON) -m tools.pretrained_syntax --checkpoint $(SYNTAX_RUN) --label from-scratch --name pretrained_syntax_scratch \
+		--out docs/results --figures docs/figures
+	$(PYTHON) -m tools.pretrained_syntax --model minilm --out docs/results --figures docs/figures \
+		--beside docs/results/pretrained_syntax_scratch.json --md docs/results/pretrained_syntax.md

@@ -2,6 +2,8 @@
 
 import csv
 
+import pytest
+
 from bench.hardware_lottery import main
 
 
@@ -29,7 +31,9 @@ def test_quick_bench_writes_csv_plot_and_table(tmp_path):
     assert {(r["graph"], r["impl"]) for r in rows} == {
         (g, i) for g in ("complete", "tree") for i in ("sparse", "dense", "auto")
     }
-    assert all(float(r["ms"]) > 0 for r in rows)
+    for r in rows:  # each row's density is its edges over the padded n x n pairs of its batch
+        assert float(r["density"]) == pytest.approx(int(r["edges"]) / (int(r["batch"]) * int(r["n"]) ** 2), rel=1e-3)
+    assert {float(r["density"]) for r in rows if r["graph"] == "complete"} == {1.0}  # every pair, self loops too
     assert {r["chosen"] for r in rows if r["impl"] == "auto"} == {"dense"}  # threshold 0: always dense
     table = (tmp_path / "summary.md").read_text()
     assert "| complete |" in table and "sparse ms / dense ms" in table and "bare SDPA block" in table
@@ -54,7 +58,9 @@ def test_recursive_bench_writes_its_table(tmp_path):
     with open(tmp_path / "recursive.csv") as f:
         rows = {r["model"]: r for r in csv.DictReader(f)}
     assert float(rows["transformer/tree (4 layers)"]["vs_transformer"]) == 1.0
-    assert all(float(r["ms_per_step"]) > 0 for r in rows.values())
+    base = float(rows["transformer/tree (4 layers)"]["ms_per_step"])
+    for r in rows.values():  # the ratio column is each model's step time over the Transformer's
+        assert float(r["vs_transformer"]) == pytest.approx(float(r["ms_per_step"]) / base)
     binary = rows["treelstm binary/binary_tree"]
     assert float(binary["nodes"]) > float(rows["treelstm childsum/tree"]["nodes"])  # phrase nodes
     assert "| treelstm childsum/tree |" in (tmp_path / "recursive.md").read_text()

@@ -186,5 +186,6 @@ def test_wandb_sweep_keys_all_exist():
     for key, spec in sweep["parameters"].items():
         value = spec["values"][-1] if "values" in spec else spec["min"]
         cfg = compose_config([f"{key}={str(value).lower() if isinstance(value, bool) else value}"])
-        assert cfg is not None
+        got = cfg[key].name if key in ("model", "graph") else OmegaConf.select(cfg, key)  # the override took effect
+        assert got == value, (key, got, value)
     assert compose_config(["logger.mode=online"]).logger.mode == "online"

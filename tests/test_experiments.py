@@ -466,7 +466,7 @@ def test_experiment_runner_runs_every_grid_then_the_table(tmp_path, monkeypatch)
     for call, line in zip(calls, grids):
         assert call[:3] == ["train.py", "-m", "experiment=sst"] and call[3:] == line.split() + ["trainer.max_epochs=1"]
     assert calls[-1][:3] == ["-m", "tools.results_table", "multirun/sst"]
-    assert experiment.grids_of("listops_best") == [[]]  # no grids: one run or its own sweep
+    assert experiment.grids_of("listops_best") == [["seed=0,1,2"]]  # its 3 seeds, one grid
     calls.clear()  # an essay experiment: runs resume, scale=small goes to its own directories
     assert experiment.main(["heads", "scale=small"]) == 0
     assert calls[0][3:] == ["model.num_heads=1,2,4,8", "seed=0,1,2", "trainer.resume=auto", "scale=small"]
@@ -511,7 +511,7 @@ def test_every_sweep_point_composes_and_passes_the_config_checks(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_every_experiment_runs_a_few_steps(name, tmp_path):
-    """Each experiment's whole sweep, shrunk to seconds per run (pytest -m slow; ~3 min in all)."""
+    """One run per grid line of each experiment (each key at its first value), shrunk to seconds (pytest -m slow)."""
     from tests.conftest import assert_breakdowns_match_test_acc, run_script
 
     def check(run_dir):  # a run too short to learn: its numbers must at least agree with one another

@@ -51,7 +51,7 @@ def test_links_follow_the_files_to_their_place_on_the_site(tmp_path):
     stager = site.Stager(tmp_path)
     readme = (
         "[map](models/aggregators.py) [essay](docs/essay.md#the-answers) [part 1](tutorials/01_attention_is_message_passing.py) "
-        "[web](https://www.dgl.ai) [top](#quickstart) ![fig](docs/figures/graph_choice_by_depth.png)\n"
+        "[web](https://www.dgl.ai) [top](#quickstart) ![fig](docs/figures/heads_by_depth.png)\n"
         "```\n[not a link](nowhere.py)\n```\n"
     )
     out = stager.rewrite_links(readme, "README.md", html=False)
@@ -59,7 +59,7 @@ def test_links_follow_the_files_to_their_place_on_the_site(tmp_path):
     assert "[essay](essay.md#the-answers)" in out
     assert "[part 1](tutorials/01_attention_is_message_passing.ipynb)" in out
     assert "(https://www.dgl.ai)" in out and "(#quickstart)" in out
-    assert "![fig](figures/graph_choice_by_depth.png)" in out
+    assert "![fig](figures/heads_by_depth.png)" in out
     assert "[not a link](nowhere.py)" in out  # fenced code is not rewritten
     assert stager.sources == {"models/aggregators.py"}
     # from a docs page one level down, and in a notebook (final .html addresses)
@@ -119,6 +119,11 @@ TUTORIAL_PAGES = {  # page -> (title the reader sees, text an executed cell prin
         "What the experiments found",
         "claims checked against docs/results/",
         1,
+    ),
+    "tutorials/06_a_pretrained_transformer_is_a_graph_network.html": (
+        "A pretrained Transformer is a graph network",
+        "DGL message passing == HF BertModel",
+        3,
     ),
 }
 OTHER_PAGES = [

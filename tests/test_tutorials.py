@@ -24,6 +24,7 @@ TUTORIALS = {
     "03_graphs_for_sentences.py": "chain Laplacian eigenvectors are cosines of the position",
     "04_hardware_lottery.py": "sparse and dense outputs agree on every batch",
     "05_what_the_experiments_found.py": "claims checked against docs/results/, tiny runs finished for tree, complete",
+    "06_a_pretrained_transformer_is_a_graph_network.py": "part 6 done: MiniLM == BertModel, dependency graph run",
 }
 
 

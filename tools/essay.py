@@ -198,7 +198,8 @@ def report(result: dict, command: str, wall: float | None = None) -> str:
         )
     lines += ["", "**Compute** (training time summed over runs, one CPU thread per run)", ""]
     lines += ["| experiment | runs | training hours |", "|---|---|---|"]
-    for name, c in result["compute"].items():
+    order = {name: k for k, name in enumerate(EXPERIMENTS)}  # essay.json stores its keys sorted
+    for name, c in sorted(result["compute"].items(), key=lambda item: order.get(item[0], len(order))):
         lines.append(f"| {name} | {c['runs']} | {c['train_hours']:.2f} |")
     unique = result["unique_runs"]
     lines.append(
@@ -210,6 +211,12 @@ def report(result: dict, command: str, wall: float | None = None) -> str:
             f"Wall time of the last `make essay{' SMALL=1' if result['suite'] == 'small' else ''}` that ran the grids: {wall / 60:.1f} min.",
         ]
     return "\n".join(lines)
+
+
+def table_from_json(data: dict) -> str:
+    """``essay.md`` from the ``essay.json`` written beside it (``tools.check_docs`` compares the two)."""
+    small = " SMALL=1" if data["suite"] == "small" else ""
+    return report(data, f"make essay{small}", data.get("wall_seconds"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -230,11 +237,10 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
     wall = None if args.table_only else time.perf_counter() - start
     result = answers(prefix)
-    small = " SMALL=1" if prefix == "small/" else ""
     out = ROOT / "docs" / "results" / prefix
     if wall is None and (out / "essay.json").is_file():  # the table again: keep the last full run's wall time
         wall = json.loads((out / "essay.json").read_text()).get("wall_seconds")
-    text = report(result, f"make essay{small}", wall)
+    text = table_from_json({**result, "wall_seconds": wall})
     out.mkdir(parents=True, exist_ok=True)
     (out / "essay.md").write_text(text + "\n")
     write_json(out / "essay.json", {**result, "wall_seconds": wall})

@@ -15,7 +15,10 @@ other into the experiment's sweep directory, and one table is made of them all:
 
 The table is ``python -m tools.results_table multirun/E`` into ``docs/results/E.md`` with its plots.
 ``experiment_then: <module> <args>`` runs one more analysis of the runs after it
-(``long_range.yaml``: ``tools.long_range``, which scores every run on longer expressions).
+(``long_range.yaml``: ``tools.long_range``, which scores every run on longer expressions); a list of
+such lines runs each in order (``neural_syntax.yaml``: the attention analysis of each seed).
+``experiment_table: <path stem>`` sends the runs' table and plots elsewhere (``listops_best.yaml``: to its
+sweep directory), for an experiment whose committed table an ``experiment_then`` tool writes.
 
 The essay experiments (``tools/essay.py``) select ``scale=full``; ``scale=small`` among the overrides
 runs the same grids smaller into ``multirun/small/E`` and ``docs/results/small/E.md`` (``{suite_dir}``
@@ -53,6 +56,15 @@ def grids_of(name: str) -> list[list[str]]:
     if not isinstance(grids, list) or not all(isinstance(g, str) for g in grids):
         raise SystemExit(f"error: conf/experiment/{name}.yaml: experiment_grids must be a list of override lines")
     return [shlex.split(g) for g in grids]
+
+
+def thens_of(name: str) -> list[str]:
+    """The analyses ``experiment_then`` names: one ``module args`` line or a list of them, run in order."""
+    then = read(name).get("experiment_then") or []
+    thens = [then] if isinstance(then, str) else then
+    if not isinstance(thens, list) or not all(isinstance(t, str) for t in thens):
+        raise SystemExit(f"error: conf/experiment/{name}.yaml: experiment_then must be a line or a list of lines")
+    return thens
 
 
 def suite_dir(overrides: list[str]) -> str:
@@ -97,17 +109,43 @@ def main(argv: list[str] | None = None) -> int:
         ["make", "experiment", f"E={args.name}", *([f"ARGS={' '.join(args.overrides)}"] if args.overrides else [])]
     )
     table = [sys.executable, "-m", "tools.results_table", f"multirun/{name}", f"--command={command}"]
-    table += [f"--out=docs/results/{name}.md", f"--plot=docs/figures/{name}_by_depth.png"]
-    table += [f"--curves=docs/figures/{name}_curves.png", f"--lengths=docs/figures/{name}_by_length.png"]
+    own = read(args.name).get("experiment_table")  # an experiment whose committed table another tool writes
+    results, figures = (
+        (own.replace("{suite_dir}", prefix), own.replace("{suite_dir}", prefix))
+        if own
+        else (
+            f"docs/results/{name}",
+            f"docs/figures/{name}",
+        )
+    )
+    table += [f"--out={results}.md", f"--plot={figures}_by_depth.png"]
+    table += [f"--curves={figures}_curves.png", f"--lengths={figures}_by_length.png"]
     if subprocess.call(table, cwd=ROOT):
         return 1
-    then = read(args.name).get("experiment_then")  # an analysis of the trained runs, e.g. tools.long_range
-    if then and not args.no_then:
+    for then in [] if args.no_then else thens_of(args.name):  # analyses of the trained runs, e.g. tools.long_range
         then = then.replace("{suite_dir}", prefix)
         print(f"then: python -m {then}", flush=True)
         if subprocess.call([sys.executable, "-m", *shlex.split(then)], cwd=ROOT):
             return 1
+    if refresh_headline(f"docs/results/{name}.md"):
+        return 1
     print(f"experiment {name}: {time.perf_counter() - start_all:.0f} s wall time", flush=True)
+    return 0
+
+
+def refresh_headline(table: str) -> int:
+    """Read README's headline numbers again when one comes from ``table`` (docs/results/headline.json)."""
+    from tools import check_docs
+
+    rows = check_docs.read_headline()["rows"]
+    if not any(spec["file"] == table for row in rows for spec in row["values"]):
+        return 0
+    try:
+        check_docs.write_headline()
+    except check_docs.Problem as e:
+        print(f"error: README's headline table: {e}")
+        return 1
+    print(f"README.md: headline table read again from {check_docs.HEADLINE}", flush=True)
     return 0
 
 

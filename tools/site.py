@@ -4,7 +4,7 @@ The site is made from the repository's own files, nothing is written by hand for
 
 * ``README.md`` becomes the entry page, ``docs/*.md`` the experiment pages (with ``docs/results``
   and ``docs/figures`` beside them), ``tutorials/README.md`` the tutorial index;
-* the five tutorials come from ``tutorials/notebooks/*.ipynb``, the notebooks ``make notebooks``
+* the six tutorials come from ``tutorials/notebooks/*.ipynb``, the notebooks ``make notebooks``
   has just *executed*, so every page shows the code, its printed output and its figures;
 * every equation (``$...$`` and ``$$...$$`` in a notebook's markdown) is turned into MathML here,
   at build time, so the browser typesets it with no JavaScript and no network;

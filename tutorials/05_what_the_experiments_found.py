@@ -60,7 +60,7 @@ print(f"{len(EXPERIMENTS)} experiment configs in conf/experiment/")
 # `experiment_grids` lines are multiruns: `tools/experiment.py` runs them one after the other into
 # `multirun/<name>/<overrides>`, then writes `docs/results/<name>.md` and plots in `docs/figures/`.
 # The essay's experiments select `scale=full` (90k training expressions, 10 epochs: the scale where
-# the complete-graph Transformer matches the published 57.4%); `make essay` runs them all and scores
+# the complete-graph Transformer matches the 57.4% of Shen et al. 2019's ListOps table); `make essay` runs them all and scores
 # every comparison, `make essay SMALL=1` does the same on 2k expressions in under an hour.
 
 
@@ -103,6 +103,7 @@ for name in ESSAY:  # the essay experiments, as tools/essay.py lists them
 # %%
 import json  # noqa: E402
 import math  # noqa: E402
+import re  # noqa: E402
 import statistics  # noqa: E402
 
 
@@ -130,9 +131,16 @@ for suite in ("", "small/"):
     if not path.is_file():
         continue
     result = json.loads(path.read_text())
-    print(f"--- {path.relative_to(ROOT)}: suite {result['suite']}, sigma {100 * result['sigma_suite']:.2f} points")
+    # the suite's sigma, recomputed rather than read: every cell's seeds pooled (a cell in several comparisons
+    # once), and never below the binomial error of the suite's test split (its size from conf/dataset/)
+    dataset = "listops_full" if result["suite"] == "full" else "listops"
+    num_test = int(re.search(r"^num_test: (\d+)", (ROOT / "conf" / "dataset" / f"{dataset}.yaml").read_text(), re.M)[1])
+    seeds = {tuple(sorted(row[k])) for row in result["comparisons"] for k in ("a_acc", "b_acc") if row[k]}
+    sigma_suite = max(pooled(list(seeds)), math.sqrt(0.25 / num_test))
+    assert abs(sigma_suite - result["sigma_suite"]) < 1e-9, (result["suite"], sigma_suite, result["sigma_suite"])
+    print(f"--- {path.relative_to(ROOT)}: suite {result['suite']}, sigma {100 * sigma_suite:.2f} points (recomputed)")
     for row in result["comparisons"]:
-        diff, noise, verdict = rescore(row, result["sigma_suite"])
+        diff, noise, verdict = rescore(row, sigma_suite)
         assert verdict == row["verdict"], (row["compared"], verdict, row["verdict"])
         ANSWERS[(result["suite"], row["experiment"], row["compared"])] = (
             diff,
@@ -166,7 +174,6 @@ for ax, suite in zip(axes[0], suites):
     ]
     for y, (_label, diff, noise, verdict) in enumerate(rows):
         found = verdict != "no difference measurable here"
-        assert found == (abs(diff) > noise)  # the picture and the verdict say the same thing
         colour = "tab:blue" if found else "tab:grey"
         ax.errorbar(100 * diff, y, xerr=100 * noise, fmt="o", color=colour, capsize=2, markersize=3)
     ax.axvline(0, color="black", lw=0.8)
@@ -181,7 +188,7 @@ fig.tight_layout()
 # difference to the point:
 #
 # * **Full scale** (90k expressions; the complete-graph Transformer at 0.577, level with the
-#   published 57.4%). The gold tree beats the complete graph for the Transformer by 9.1 points
+#   57.4% of Shen et al. 2019's ListOps table). The gold tree beats the complete graph for the Transformer by 9.1 points
 #   (3 seeds), for GAT by 15.3 and for GCN by 15.4 (1 seed each). The complete graph beats a window
 #   of ±2 tokens by 4.0 points for the Transformer. For GAT the 0.7 points between them are no
 #   measurable difference. Four heads beat one by 1.5 points; eight and four are level (+0.0). On the
@@ -195,10 +202,12 @@ fig.tight_layout()
 #   23.0 points without warmup, and warmup adds 9.6 to pre-LN; at lr 2e-3, pre vs post is no
 #   measurable difference (−0.7). On the complete graph sinusoidal positions beat the tree's
 #   Laplacian encoding by 3.1 points; on the tree they tie (0.0).
-# * **Attention and syntax.** In each of the three full-scale seeds, the Transformer's best head
-#   finds the parent more often than the best fixed offset, by at least 2.5 points.
+# * **Attention and syntax.** At full scale, the head chosen on validation finds the parent on test
+#   more often than the best fixed offset, by at least 3 points, in every seed whose `syntax.json` was
+#   made that way (seed 0; seeds 1 and 2 are still test-chosen files and are not counted).
 
 # %%
+PARENT_MARGIN, HELD_OUT_SEEDS = 0.03, 1  # docs/essay.md, neural_syntax: seed 0's validation-chosen head, +3.7 points
 CLAIMS = [  # (suite, experiment, comparison, verdict, difference in points as the prose says it)
     ("full", "graph_choice", "transformer: tree - complete", "A higher", 9.1),
     ("full", "graph_choice", "gat: tree - complete", "A higher", 15.3),
@@ -230,15 +239,31 @@ for suite, experiment, compared, verdict, points in CLAIMS:
     if points is not None:  # the prose's number, to the point
         assert abs(100 * diff - points) < 0.5, (experiment, compared, 100 * diff, points)
     print(f"checked: [{suite}] {experiment}: {compared} -> {found} ({100 * diff:+.1f} points, noise {100 * noise:.1f})")
+held_out = 0
 for seed in (0, 1, 2):  # the attention claim, from tools/attention_syntax.py's committed output
     syntax = json.loads(
         (ROOT / "docs" / "results" / "neural_syntax" / ("" if seed == 0 else f"seed{seed}") / "syntax.json").read_text()
     )
-    best = max(max(row) for row in syntax["parent_acc"])
     offset = syntax["offset_baselines"]["parent"]["acc"]
-    assert best - offset >= 0.025, (seed, best, offset)
-    print(f"checked: seed {seed}: best head finds {100 * best:.1f}% of parents, the best offset {100 * offset:.1f}%")
-print(f"the {len(CLAIMS) + 3} claims above hold in docs/results/")
+    chosen_on = syntax.get("chosen_on", syntax["split"])
+    if chosen_on == syntax["split"]:  # chosen on the split it is scored on: no held-out claim rests on it
+        print(f"seed {seed}: its head was chosen on {chosen_on} and scored there: not counted")
+        continue
+    # the choice again, from the validation scores the file keeps: the best head there, scored on test
+    grid = syntax["chosen_split_scores"]["parent_acc"]
+    layer, head = max(
+        ((ly, hd) for ly in range(len(grid)) for hd in range(len(grid[0]))), key=lambda x: grid[x[0]][x[1]]
+    )
+    assert (syntax["best_parent_head"]["layer"], syntax["best_parent_head"]["head"]) == (layer + 1, head + 1)
+    acc = syntax["parent_acc"][layer][head]
+    assert acc - offset >= PARENT_MARGIN, (seed, acc, offset)
+    held_out += 1
+    print(
+        f"checked: seed {seed}: the head chosen on {chosen_on} (layer {layer + 1} head {head + 1}) finds "
+        f"{100 * acc:.1f}% of {syntax['split']} parents, the best offset {100 * offset:.1f}%"
+    )
+assert held_out >= HELD_OUT_SEEDS, held_out
+print(f"the {len(CLAIMS) + held_out} claims above hold in docs/results/")
 
 # %% [markdown]
 # ## 3. A tiny run, in process
@@ -289,5 +314,5 @@ print(f"(test set: {test_size} sentences, so one sentence moves the accuracy by 
 
 # %%
 print(
-    f"part 5 done: {len(CLAIMS) + 3} claims checked against docs/results/, tiny runs finished for {', '.join(results)}"
+    f"part 5 done: {len(CLAIMS) + held_out} claims checked against docs/results/, tiny runs finished for {', '.join(results)}"
 )

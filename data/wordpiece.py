@@ -1,0 +1,245 @@
+"""WordPiece tokens as graph nodes, and one rule that lifts any word-level graph to them.
+
+A pretrained BERT-style model (``models/minilm.py``) reads WordPiece tokens, not words: "unbelievably"
+is ``un ##bel ##ie ##va ##bly``, and every sentence is framed as ``[CLS] pieces... [SEP]``. The
+graphs of ``data/graphs.py`` are built over *words* (a dependency parse, a window of words, the
+binary partition of BP-Transformer). This module turns a sentence given as words into pieces, each
+with the index of the word it came from, and lifts a word-level edge list to the pieces by one rule:
+
+  1. **the pieces of one word are linked to each other** (every ordered pair, each piece to itself
+     included), so a word is never cut apart by the graph;
+  2. **each piece inherits its word's edges**: a word edge ``u -> v`` becomes every piece of u -> every
+     piece of v;
+  3. **[CLS] and [SEP] are global nodes**: they send to and receive from every node, themselves and each
+     other included.
+
+Nodes that are not words (the span nodes of ``bpt``, the phrase nodes of a gold constituency tree)
+stay single nodes: an edge to or from one goes
+to or from every piece of the word at the other end. Lifting the complete word graph (self loops
+included) gives the complete graph over ``[CLS] pieces [SEP]``: exactly the full attention of HF's
+``BertModel`` (tests/test_minilm.py checks it layer by layer). Lifting ``none`` (each word hears only
+itself) leaves each word a bag of its pieces that can still read [CLS] and [SEP].
+
+Graph nodes, per sentence, in this order: ``[CLS]``, the pieces, ``[SEP]``, then any extra nodes.
+``ndata``: ``tok`` (vocabulary id; ``[MASK]`` for extra nodes, which have no token of their own),
+``pos`` (BERT position id: 0 at [CLS], i at the i-th piece; an extra node takes its first piece's),
+``segment`` (token type, 0: one sentence) and ``pool`` (1 for the nodes the sentence-transformers mean
+pools over, [CLS] and [SEP] included; 0 for extra nodes).
+
+``tree`` takes either dependency-style ``heads`` (each word linked both ways to its head) or, for SST, the
+gold constituency tree as ``parent`` (``data.corpora.read_sst``'s form: words 0..n-1, then the phrase
+nodes, children before parents, -1 at the root). With ``parent`` every phrase is an extra node, fed the
+``[MASK]`` embedding at the position of its first piece (as bpt's spans), and linked both ways to each
+of its children: a word child by its pieces (rule 2), a phrase child as the single node it is.
+
+Truncation follows sentence-transformers: at most ``max_pieces`` = 256 nodes with [CLS] and [SEP]
+(its ``max_seq_length``), so at most 254 word pieces; what is cut is counted in ``Pieces.truncated``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import dgl
+import torch
+
+MAX_PIECES = 256  # all-MiniLM-L6-v2's max_seq_length (sentence_bert_config.json), [CLS] and [SEP] included
+# word-level constructions tools.embed and the benchmark lift to pieces; tree needs a gold tree (SST)
+PIECE_GRAPHS = ("complete", "window", "none", "dep", "bpt", "tree")
+
+
+@dataclass
+class Pieces:
+    """One sentence as WordPiece nodes ``[CLS] p_1 ... p_k [SEP]``."""
+
+    ids: list[int]  # vocabulary ids, [CLS] first and [SEP] last
+    word: list[int]  # index of the word each id came from; -1 at [CLS] and [SEP]
+    n_words: int  # words given (some may have lost their pieces to truncation)
+    truncated: int = 0  # word pieces cut to fit max_pieces (0 when the sentence fits)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+class WordPiece:
+    """The model's own WordPiece tokenizer (``tokenizer.json``, read by the ``tokenizers`` library),
+    with padding and the file's truncation switched off: truncation is done here, and counted."""
+
+    def __init__(self, tokenizer_file: str | Path, max_pieces: int = MAX_PIECES):
+        from tokenizers import Tokenizer
+
+        self.tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        self.tokenizer.no_padding()
+        self.tokenizer.no_truncation()
+        self.max_pieces = max_pieces
+        ids = {name: self.tokenizer.token_to_id(name) for name in ("[CLS]", "[SEP]", "[MASK]", "[PAD]")}
+        missing = [name for name, i in ids.items() if i is None]
+        if missing:
+            raise ValueError(f"{tokenizer_file}: no {', '.join(missing)} in the vocabulary: not a BERT WordPiece file")
+        self.cls_id, self.sep_id, self.mask_id, self.pad_id = (ids[k] for k in ("[CLS]", "[SEP]", "[MASK]", "[PAD]"))
+
+    def pieces(self, words: Sequence[str]) -> Pieces:
+        """Words -> ``[CLS] pieces [SEP]`` with each piece's word index; at most ``max_pieces`` nodes."""
+        words = list(words)
+        if not words:
+            return Pieces([self.cls_id, self.sep_id], [-1, -1], 0)
+        enc = self.tokenizer.encode(words, is_pretokenized=True, add_special_tokens=False)
+        ids, word = list(enc.ids), list(enc.word_ids)
+        keep = self.max_pieces - 2
+        cut = max(0, len(ids) - keep)
+        ids, word = ids[:keep], word[:keep]
+        return Pieces([self.cls_id, *ids, self.sep_id], [-1, *word, -1], len(words), cut)
+
+    def text(self, line: str) -> Pieces:
+        """A line of text, its words split at whitespace (WordPiece splits punctuation off them itself)."""
+        return self.pieces(line.split())
+
+    def tokens(self, pieces: Pieces) -> list[str]:
+        return [self.tokenizer.id_to_token(i) for i in pieces.ids]
+
+
+def lift_edges(
+    word: Sequence[int], src: torch.Tensor, dst: torch.Tensor, n_words: int, n_extra: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Word-level edges -> piece-level edges, by the module's rule.
+
+    ``word[p]``: the word of node p of the piece graph (-1 at [CLS] and [SEP]; length P). Word-level
+    nodes are ``0..n_words-1`` (words) then ``n_words..n_words+n_extra-1`` (extra nodes such as bpt's
+    spans), which become piece-graph nodes ``P..P+n_extra-1``. Returns ``(src, dst)`` sorted by
+    (dst, src), each edge once.
+    """
+    word = torch.as_tensor(list(word), dtype=torch.long)
+    p, w = len(word), n_words + n_extra
+    # member[x, u] = 1: piece-graph node x stands for word-level node u (pieces of word u, or extra node u)
+    member = torch.zeros(p + n_extra, w)
+    is_piece = word >= 0
+    member[torch.arange(p)[is_piece], word[is_piece]] = 1.0
+    member[torch.arange(p, p + n_extra), torch.arange(n_words, w)] = 1.0
+    word_adj = torch.zeros(w, w)
+    word_adj[src.long(), dst.long()] = 1.0  # word_adj[u, v] = 1: u -> v
+    same_word = member @ member.T  # rule 1 (and every extra node to itself)
+    inherited = member @ word_adj @ member.T  # rule 2: piece of u -> piece of v for every u -> v
+    adj = (same_word + inherited) > 0
+    special = torch.cat([~is_piece, torch.zeros(n_extra, dtype=torch.bool)])
+    adj[special, :] = True  # rule 3: [CLS] and [SEP] send to every node ...
+    adj[:, special] = True  # ... and receive from every node
+    dst_idx, src_idx = adj.T.nonzero(as_tuple=True)  # ordered by dst, then src
+    return src_idx, dst_idx
+
+
+def phrase_spans(parent: Sequence[int], n_words: int) -> list[tuple[int, int]]:
+    """The word span ``[lo, hi)`` of each phrase node ``n_words..len(parent)-1`` of a constituency tree."""
+    n_phrases = len(parent) - n_words
+    lo, hi = [n_words] * n_phrases, [-1] * n_phrases
+    for node in range(
+        len(parent)
+    ):  # children come before parents, so a phrase's span is final before its parent reads it
+        p = parent[node]
+        if p < 0:
+            continue
+        if not n_words <= p < len(parent) or p <= node:
+            raise ValueError(f"parent[{node}] = {p}: a node's parent must be a later phrase node (>= {n_words})")
+        a, b = (node, node + 1) if node < n_words else (lo[node - n_words], hi[node - n_words])
+        lo[p - n_words], hi[p - n_words] = min(lo[p - n_words], a), max(hi[p - n_words], b)
+    if any(h < 0 for h in hi):
+        raise ValueError("a phrase node with no children in parent: not a constituency tree")
+    return list(zip(lo, hi))
+
+
+def constituency_edges(
+    parent: Sequence[int], n_words: int
+) -> tuple[torch.Tensor, torch.Tensor, int, list[tuple[int, int]]]:
+    """Gold constituency tree over words (nodes 0..n-1) and phrases (n..): each node linked both ways to
+    its parent, self loops on the words (lift_edges gives the phrases theirs); with the phrase spans."""
+    if len(parent) < n_words:
+        raise ValueError(f"graph=tree: parent has {len(parent)} nodes, fewer than the {n_words} words")
+    spans = phrase_spans(parent, n_words)
+    child = [i for i, p in enumerate(parent) if p >= 0]
+    par = [parent[i] for i in child]
+    loops = list(range(n_words))
+    src = torch.tensor(child + par + loops, dtype=torch.long)
+    dst = torch.tensor(par + child + loops, dtype=torch.long)
+    return src, dst, len(parent) - n_words, spans
+
+
+def truncate_tree(parent: Sequence[int], n_words: int, kept: int) -> list[int]:
+    """The gold tree restricted to the first ``kept`` words: phrases with no kept word are dropped and the
+    rest renumbered; a node whose parent was dropped becomes a root (cannot happen: truncation cuts a
+    suffix, and a phrase that holds a kept word has ancestors that hold it too)."""
+    parent = list(parent)
+    if kept >= n_words:
+        return parent
+    spans = phrase_spans(parent, n_words)
+    keep = list(range(kept)) + [n_words + k for k, (lo, _) in enumerate(spans) if lo < kept]
+    new = {old: i for i, old in enumerate(keep)}
+    return [new.get(parent[old], -1) for old in keep]
+
+
+def word_edges(
+    graph: str,
+    n_words: int,
+    heads: Sequence[int] | None = None,
+    window: int = 2,
+    bpt_k: int = 4,
+    parent: Sequence[int] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, int, list[tuple[int, int]]]:
+    """The word-level construction ``graph`` over n words (self loops on): ``(src, dst, extra nodes,
+    extra nodes' word spans)``. ``dep`` needs ``heads`` (-1 at a root); ``tree`` takes the gold
+    constituency ``parent`` (phrases become extra nodes) or, without it, ``heads``."""
+    from data.graphs import bpt_edges, bpt_spans, complete_edges, self_loop_edges, tree_edges, window_edges
+
+    if graph not in PIECE_GRAPHS:
+        raise ValueError(f"unknown graph {graph!r}; valid: {', '.join(PIECE_GRAPHS)}")
+    if graph == "complete":
+        return (*complete_edges(n_words), 0, [])
+    if graph == "window":
+        return (*window_edges(n_words, window), 0, [])
+    if graph == "none":
+        return (*self_loop_edges(n_words), 0, [])
+    if graph == "tree" and parent is not None:
+        return constituency_edges(list(parent), n_words)
+    if graph in ("dep", "tree"):
+        if heads is None or len(heads) != n_words:
+            raise ValueError(f"graph={graph} needs one head per word ({n_words} words)")
+        return (*tree_edges(list(heads)), 0, [])
+    src, dst, _, n_spans = bpt_edges(n_words, k=bpt_k)
+    return src, dst, n_spans, bpt_spans(n_words)
+
+
+def piece_graph(
+    pieces: Pieces,
+    graph: str = "complete",
+    heads: Sequence[int] | None = None,
+    window: int = 2,
+    bpt_k: int = 4,
+    mask_id: int | None = None,
+    parent: Sequence[int] | None = None,
+) -> dgl.DGLGraph:
+    """The DGL graph of one sentence's pieces under the lifted word-level ``graph`` (module docstring).
+
+        Word-level constructions see the words that kept at least one piece after truncation; ``heads``
+        of cut words are dropped (a kept word whose head was cut becomes a root), as are gold-tree phrases
+    that hold only cut words. ``parent``: the gold constituency tree for ``graph="tree"``."""
+    kept = max(pieces.word) + 1 if len(pieces) > 2 else 0  # words are contiguous from 0; truncation cuts the tail
+    if heads is not None:
+        heads = [h if h < kept else -1 for h in list(heads)[:kept]]
+    if parent is not None:
+        parent = truncate_tree(parent, pieces.n_words, kept)
+    src, dst, n_extra, spans = word_edges(graph, kept, heads, window, bpt_k, parent if graph == "tree" else None)
+    src, dst = lift_edges(pieces.word, src, dst, kept, n_extra)
+    p = len(pieces)
+    g = dgl.graph((src, dst), num_nodes=p + n_extra)
+    first_piece = {}
+    for node, w in enumerate(pieces.word):
+        if w >= 0:
+            first_piece.setdefault(w, node)
+    extra_pos = [min((first_piece[w] for w in range(lo, hi) if w in first_piece), default=0) for lo, hi in spans]
+    if n_extra and mask_id is None:
+        raise ValueError(f"graph={graph} adds {n_extra} nodes with no token: pass mask_id (WordPiece.mask_id)")
+    g.ndata["tok"] = torch.tensor(pieces.ids + [mask_id] * n_extra, dtype=torch.long)
+    g.ndata["pos"] = torch.tensor(list(range(p)) + extra_pos, dtype=torch.long)
+    g.ndata["segment"] = torch.zeros(p + n_extra, dtype=torch.long)
+    g.ndata["pool"] = torch.cat([torch.ones(p), torch.zeros(n_extra)])
+    return g

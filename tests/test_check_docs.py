@@ -1,0 +1,140 @@
+"""tools.check_docs: the README headline, generated tables and cited files agree with the evidence."""
+
+import json
+import shutil
+
+import pytest
+
+from tools import check_docs, experiment, listops_best
+
+
+def test_the_repository_agrees_with_its_evidence():
+    assert check_docs.check() == []
+
+
+@pytest.fixture
+def copy(tmp_path, monkeypatch):
+    """A copy of the pages and their evidence that the checker reads instead of the repository."""
+    for name in ("docs", "conf", "tutorials"):
+        shutil.copytree(check_docs.ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("*.png"))
+    shutil.copy(check_docs.ROOT / "README.md", tmp_path / "README.md")
+    for png in (check_docs.ROOT / "docs").rglob("*.png"):  # linked figures: empty stand-ins are enough
+        (tmp_path / png.relative_to(check_docs.ROOT)).touch()
+    for entry in check_docs.ROOT.iterdir():  # everything else the pages link to (code, Makefile): as it is
+        if not (tmp_path / entry.name).exists() and entry.name not in (".git", ".venv", "multirun", "outputs"):
+            (tmp_path / entry.name).symlink_to(entry)
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    assert check_docs.check() == []  # the copy passes before it is edited
+    return tmp_path
+
+
+def _edit(path, old, new):
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_a_headline_number_changed_by_hand_in_the_readme_fails(copy):
+    readme = copy / "README.md"
+    line = next(k for k, text in enumerate(readme.read_text().splitlines(), 1) if "99.61 ± 0.21" in text)
+    _edit(readme, "99.61 ± 0.21", "99.71 ± 0.21")
+    problems = check_docs.check()
+    assert problems == [
+        f"README.md:{line}: headline table says 99.71, docs/results/headline.json gives 99.61 "
+        "(edit the JSON's sources, then `python -m tools.check_docs --write-headline`)"
+    ]
+    assert check_docs.main([]) == 1
+
+
+def test_a_headline_number_that_leaves_its_results_file_fails(copy):
+    headline = copy / "docs" / "results" / "headline.json"
+    _edit(headline, '"value": "84.9"', '"value": "85.9"')  # edited in the JSON and rendered into the README
+    data = json.loads(headline.read_text())
+    readme = copy / "README.md"
+    lines = readme.read_text().splitlines()
+    start, end = lines.index(check_docs.START), lines.index(check_docs.END)
+    lines[start + 1 : end] = check_docs.render_headline(data)
+    readme.write_text("\n".join(lines) + "\n")
+    problems = check_docs.check()
+    assert len(problems) == 1
+    assert problems[0].startswith("docs/results/headline.json: row 'ListOps 501–1,999 tokens, trained on ≤ 100'")
+    assert "says 85.9, docs/results/long_range_lengths.md:" in problems[0] and problems[0].endswith("has 84.9")
+
+
+def test_a_results_file_that_changes_fails_until_the_headline_is_written_again(copy):
+    _edit(copy / "docs" / "results" / "sst_binary.md", "0.770 ± 0.005 (n=3)", "0.780 ± 0.005 (n=3)")
+    problems = check_docs.check()
+    assert len(problems) == 1 and "says 77.0, docs/results/sst_binary.md:" in problems[0]
+    assert problems[0].endswith("has 78.0")
+    assert check_docs.main(["--write-headline"]) == 0  # the generator reads it again: README and JSON agree
+    assert "Tree-LSTM on the dependency tree: 78.0 ± 0.5" in (copy / "README.md").read_text()
+
+
+def test_a_generated_table_edited_by_hand_fails(copy):
+    _edit(copy / "docs" / "results" / "essay.md", "| **all**", "| **every**")
+    problems = check_docs.check()
+    assert len(problems) == 1 and problems[0].startswith("docs/results/essay.md:")
+    assert "tools.essay.table_from_json(docs/results/essay.json) writes" in problems[0]
+    _edit(copy / "docs" / "results" / "essay.md", "| **every**", "| **all**")
+    _edit(copy / "docs" / "results" / "listops_best.md", "**99.61 ± 0.21**", "**99.81 ± 0.21**")
+    problems = check_docs.check()  # the table disagrees with its JSON, and the headline with the table
+    assert len(problems) == 2 and problems[1].startswith("docs/results/listops_best.md:27: has '| **mean ± std** |")
+    assert problems[0].endswith("says 99.61, docs/results/listops_best.md:27 has 99.81")
+
+
+def test_a_missing_link_or_cited_file_fails(copy):
+    page = copy / "docs" / "essay.md"
+    page.write_text(page.read_text() + "\nSee [gone](results/gone.md) and `docs/results/small/gone.json`.\n")
+    n = len(page.read_text().splitlines())
+    assert check_docs.check() == [
+        f"docs/essay.md:{n}: link to results/gone.md, which does not exist",
+        f"docs/essay.md:{n}: cites docs/results/small/gone.json, which does not exist",
+    ]
+    (copy / "docs" / "results" / "sst.md").unlink()  # a file the headline reads
+    assert any("docs/results/sst.md does not exist" in p for p in check_docs.check())
+
+
+def test_listops_best_reads_its_runs(tmp_path, monkeypatch):
+    data = json.loads((check_docs.ROOT / "docs" / "results" / "listops_best.json").read_text())
+    run = tmp_path / "runs" / "0_seed0"
+    (run / "eval_published").mkdir(parents=True)
+    (run / "eval_unseen").mkdir()
+    by_root = {op: {"acc": 0.5, "n": 10} for op in (*listops_best.OPS, "digit")}
+    results = {"seed": 0, "test_acc": 0.9, "test_by_root": by_root, "best_val_acc": 0.91, "best_epoch": 3}
+    results |= {"train_seconds": 12.4, "test_by_depth": {"1": {"acc": 1.0, "n": 4}}}
+    (run / "results.json").write_text(json.dumps(results))
+    (run / "eval_published" / "eval.json").write_text(json.dumps({"accuracy": 0.8, "by_root": by_root}))
+    (run / "eval_unseen" / "eval.json").write_text(json.dumps({"accuracy": 0.7, "by_root": by_root}))
+    new = listops_best.read_runs(tmp_path / "runs", data)
+    seed0 = new["seeds"][0]
+    assert (seed0["test_acc"], seed0["published_acc"], seed0["unseen_acc"]) == (90.0, 80.0, 70.0)
+    assert seed0["train_seconds"] == 12 and seed0["unseen_by_root"]["[SM"] == 50.0
+    assert new["seeds"][1] == data["seeds"][1]  # seeds without new runs keep their numbers
+    assert "| 0 | 90.00 | 50.00 |" in listops_best.table_from_json(new)
+    (run / "eval_unseen" / "eval.json").unlink()
+    (run.parent / "3_seed3").mkdir()
+    (run.parent / "3_seed3" / "results.json").write_text(json.dumps({**results, "seed": 3}))
+    with pytest.raises(ValueError, match="seed 3 has no evaluate.py columns"):
+        listops_best.read_runs(tmp_path / "runs", data)
+
+
+def test_listops_best_experiment_keeps_the_committed_table(monkeypatch):
+    calls = []
+    monkeypatch.setattr(experiment.subprocess, "call", lambda cmd, cwd=None: calls.append(cmd[1:]) or 0)
+    assert experiment.main(["listops_best"]) == 0
+    assert calls[0][:3] == ["train.py", "-m", "experiment=listops_best"] and "seed=0,1,2" in calls[0]
+    table = calls[1]
+    assert table[:2] == ["-m", "tools.results_table"]
+    assert "--out=multirun/listops_best/results.md" in table  # never docs/results/listops_best.md
+    assert not any("docs/" in arg for arg in table)
+    assert sum(c[:2] == ["-m", "evaluate"] for c in calls) == 6
+    assert calls[-1] == ["-m", "tools.listops_best", "--runs", "multirun/listops_best"]
+
+
+def test_an_experiment_whose_table_feeds_the_headline_rewrites_it(copy, monkeypatch):
+    _edit(copy / "docs" / "results" / "trec.md", "0.877 ± 0.025 (n=3)", "0.887 ± 0.025 (n=3)")  # as a rerun would
+    monkeypatch.setattr(experiment.subprocess, "call", lambda cmd, cwd=None: 0)
+    assert experiment.main(["trec", "--table-only"]) == 0
+    assert "Tree-LSTM on the dependency tree: 88.7 ± 2.5" in (copy / "README.md").read_text()
+    assert check_docs.check() == []
+    assert experiment.refresh_headline("docs/results/heads.md") == 0  # not in the headline: nothing to do
