@@ -32,6 +32,9 @@ class ModelFamily:
     )
     own_tokenizer: bool = False  # brings its own tokenizer and vocabulary (a pretrained model)
     graphs_on_own_tokens: bool = False  # its graphs are built over its own tokens (word pieces), not words
+    # its builder gets the Vocab itself (tokens, training counts) in place of vocab_size, when the caller has
+    # one: model.embeddings=glove looks its words up (models/embeddings.py)
+    takes_vocab: bool = False
 
 
 MODEL_FAMILIES: dict[str, ModelFamily] = {}
@@ -82,10 +85,14 @@ def model_config(mapping):
     return family_of(mapping["name"]).config.from_mapping(mapping)
 
 
-def build_model(model_cfg, vocab_size: int, num_classes: int, construction=None):
+def build_model(model_cfg, vocab_size, num_classes: int, construction=None):
     """The model ``model.name`` names, built by its family from its typed config (``model_cfg``: a mapping
-    from YAML or a checkpoint, or a typed config), for graphs of ``construction``."""
+    from YAML or a checkpoint, or a typed config), for graphs of ``construction``. ``vocab_size``: the
+    vocabulary's size or the ``data.vocab.Vocab`` itself (``model.embeddings=glove`` needs its tokens)."""
     config = model_config(model_cfg)
     if construction is not None:
         config.check(construction.kind)
-    return family_of(config.name).build(config, vocab_size, num_classes, construction)
+    family = family_of(config.name)
+    if not family.takes_vocab and not isinstance(vocab_size, int):
+        vocab_size = len(vocab_size)  # a Vocab: this family needs its size only
+    return family.build(config, vocab_size, num_classes, construction)
