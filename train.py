@@ -52,6 +52,7 @@ from engine.io import write_json
 from engine.loop import EpochSettings, make_schedule, train_epoch
 from engine.memory import memory_plan
 from engine.tracking import Tracker
+from models.embeddings import embedding_summary
 
 log = logging.getLogger("train")
 METRICS = ["epoch", "step", "lr", "train_loss", "train_acc", "val_loss", "val_acc", "examples_per_second", "seconds"]
@@ -111,7 +112,7 @@ def build_data(cfg: DictConfig, devices: Devices, world: World) -> Data:
 def build_training(cfg: DictConfig, model_cfg, data: Data, device: torch.device, world: World) -> Training:
     """The model ``model=`` names (built by its family from ``model_cfg``, its typed config), and AdamW with a
     linear warmup + cosine (or, ``optim.schedule=linear``, linear) decay over every step of the run."""
-    core = models.build_model(model_cfg, len(data.vocab), data.num_classes, data.construction).to(device)
+    core = models.build_model(model_cfg, data.vocab, data.num_classes, data.construction).to(device)
     ddp_devices = [device] if device.type == "cuda" else None
     model = core if world.size == 1 else DistributedDataParallel(core, device_ids=ddp_devices)
     num_params = sum(p.numel() for p in core.parameters())
@@ -220,6 +221,7 @@ def test_and_report(
         "test_by_length": test.get("by_length"),
         "test_by_root": test.get("by_root"),
         "wandb_mode": tracker.mode,
+        "embeddings": embedding_summary(training.core),  # learned, or GloVe's options and coverage
     }
     path = write_json(out_dir / "results.json", results)
     tracker.summary({"test/acc": acc, "test/loss": test_loss, "val/best_acc": best_val})

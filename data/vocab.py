@@ -18,6 +18,7 @@ class Vocab:
         if tuple(self.itos[: len(LEGACY_SPECIALS)]) != LEGACY_SPECIALS:
             raise ValueError(f"a vocabulary starts with {SPECIALS}, got {self.itos[:4]}")
         self.stoi = {t: i for i, t in enumerate(self.itos)}
+        self.counts: Counter | None = None  # the training split's counts (build); not saved in checkpoints
         if len(self.stoi) != len(self.itos):
             raise ValueError("a vocabulary holds each token once")
 
@@ -28,7 +29,9 @@ class Vocab:
         kept = sorted(
             (t for t, c in counts.items() if c >= min_freq and t not in SPECIALS), key=lambda t: (-counts[t], t)
         )
-        return cls(list(SPECIALS) + kept)
+        vocab = cls(list(SPECIALS) + kept)
+        vocab.counts = counts  # model.embeddings=glove reports the share of training tokens GloVe knows
+        return vocab
 
     def encode(self, tokens: list[str]) -> list[int]:
         unk = self.stoi[UNK]

@@ -69,6 +69,8 @@ LEGACY_MODEL_VALUES = {
     "edge_types": False,
     "update": "residual",
     "cell": None,
+    "embeddings": "learned",
+    "glove_freeze": True,  # unused with learned embeddings
 }
 
 
@@ -93,8 +95,8 @@ def load_model(ckpt: dict, path: str | os.PathLike = "checkpoint"):
     """Rebuild ``(model, vocab, construction, config)`` from a loaded checkpoint (``config``: upgraded)."""
     config, vocab = upgrade_config(ckpt["config"]), Vocab(ckpt["vocab"])
     construction = make_construction(config["graph"], vocab, config["model"])
-    model = build_model(config["model"], len(vocab), int(ckpt["num_classes"]), construction)
-    rows = ckpt["model"].get("embed.weight")
+    model = build_model(config["model"], vocab, int(ckpt["num_classes"]), construction)
+    rows = ckpt["model"].get("embed.weight", ckpt["model"].get("embed.found"))  # learned | glove
     # a family with its own tokenizer has its vocabulary in its weights, not in ckpt["vocab"]
     own_tokens = family_of(config["model"]["name"]).own_tokenizer
     if not own_tokens and (rows is None or rows.shape[0] != len(vocab)):

@@ -29,6 +29,7 @@ from torch import nn
 from data.graphs import EDGE_TYPES, PE_GRAPHS, STRUCTURAL_PE, GraphKind
 from models.aggregators import AGGREGATORS, DEFAULT_AGGREGATOR
 from models.dense import DenseGraph, to_dense
+from models.embeddings import EmbeddingOptions, len_of, make_embedding
 from models.registry import ModelFamily, build_model, register_family, typed_fields  # noqa: F401  (build_model: re-exported)
 
 READOUTS = ("mean", "root", "cls")
@@ -129,6 +130,7 @@ class GraphEncoder(nn.Module):
         dense_min_density: float = 0.0,
         edge_types: bool = False,
         update: str = "residual",
+        embed: nn.Module | None = None,
     ):
         super().__init__()
         for name, value, valid in (
@@ -143,7 +145,8 @@ class GraphEncoder(nn.Module):
         self.hidden_dim, self.num_layers, self.positional, self.readout = hidden_dim, num_layers, positional, readout
         self.construction, self.impl, self.dense_min_density = construction, impl, dense_min_density
         self.edge_types = bool(edge_types)
-        self.embed = nn.Embedding(vocab_size, hidden_dim)
+        # a given table (models/embeddings.py: GloVe) maps token ids to hidden_dim as nn.Embedding does
+        self.embed = embed if embed is not None else nn.Embedding(vocab_size, hidden_dim)
         self.embed_dropout = nn.Dropout(dropout)
         # lap_pe / random_walk_pe arrive as ndata['pe'] (N, pe_dim), built with the graphs; a linear map to d
         self.pe_proj = nn.Linear(pe_dim, hidden_dim) if positional in STRUCTURAL_PE else None
@@ -165,12 +168,17 @@ class GraphEncoder(nn.Module):
         return [self.blocks[i % len(self.blocks)] for i in range(self.num_layers)]
 
     @property
+    def device(self) -> torch.device:
+        """Where the model's parameters are."""
+        return next(self.parameters()).device
+
+    @property
     def dynamic(self) -> bool:
         return self.construction is not None and self.construction.dynamic
 
     def choose_impl(self, g: dgl.DGLGraph) -> str:
         """sparse or dense for this batch (see the class docstring)."""
-        device = self.embed.weight.device
+        device = self.device
         if g.device != device:  # a CPU-only DGL keeps graphs on the CPU; only the dense path can follow
             if self.impl == "sparse":
                 raise ValueError(
@@ -187,7 +195,7 @@ class GraphEncoder(nn.Module):
 
     def embed_nodes(self, g: dgl.DGLGraph) -> torch.Tensor:
         """h⁰ = Embed(tok) + PE(pos), (N, d), on the model's device."""
-        device = self.embed.weight.device
+        device = self.device
         h = self.embed(g.ndata["tok"].to(device))  # (N, d)
         if self.positional == "sinusoidal":
             h = h + sinusoidal_encoding(g.ndata["pos"].to(device), self.hidden_dim)
@@ -220,7 +228,7 @@ class GraphEncoder(nn.Module):
 
     def dense_graph(self, g: dgl.DGLGraph) -> tuple[DenseGraph, torch.Tensor]:
         """The padded twin of ``g`` on the model's device, and its (B, n) mask of token nodes."""
-        device = self.embed.weight.device
+        device = self.device
         complete = self.construction is not None and self.construction.dense_complete
         dg = to_dense(g, device, complete=complete, edge_types=self.edge_types)
         return dg, dg.valid & (dg.pad(g.ndata["pos"].to(device)) >= 0)  # pos is -1 at <cls>
@@ -265,7 +273,7 @@ class GraphEncoder(nn.Module):
 
 
 @dataclass(frozen=True)
-class EncoderConfig:
+class EncoderConfig(EmbeddingOptions):
     """Every knob of :class:`GraphEncoder`, as conf/encoder/default.yaml (the single source of their defaults)
     and conf/model/<aggregator>.yaml set them. Checked once, when made."""
 
@@ -296,6 +304,7 @@ class EncoderConfig:
         return cls(**typed_fields(cls, cfg))
 
     def __post_init__(self):
+        self.check_embeddings()
         for key, valid in (
             ("name", tuple(AGGREGATORS)),
             ("readout", READOUTS),
@@ -320,10 +329,14 @@ class EncoderConfig:
         """Rules between this config and the graph construction (the construction checks the rest)."""
 
 
-def build_encoder(config: EncoderConfig, vocab_size: int, num_classes: int, construction=None) -> GraphEncoder:
+def build_encoder(config: EncoderConfig, vocab_size, num_classes: int, construction=None) -> GraphEncoder:
     """A synchronous encoder with the config's aggregator and sizes."""
-    values = {f.name: getattr(config, f.name) for f in fields(config) if f.name not in ("name", "pe_graph")}
-    return GraphEncoder(vocab_size, num_classes, aggregator=config.name, construction=construction, **values)
+    skip = {"name", "pe_graph"} | {f.name for f in fields(EmbeddingOptions)}
+    values = {f.name: getattr(config, f.name) for f in fields(config) if f.name not in skip}
+    embed = make_embedding(config, vocab_size, config.hidden_dim)
+    return GraphEncoder(
+        len_of(vocab_size), num_classes, aggregator=config.name, construction=construction, embed=embed, **values
+    )
 
 
 register_family(
@@ -334,5 +347,6 @@ register_family(
         build=build_encoder,
         description="L blocks of synchronous message passing with one aggregator (gcn, gat, transformer, ...)",
         memory="layers",
+        takes_vocab=True,
     )
 )

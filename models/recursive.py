@@ -38,6 +38,7 @@ import torch
 from torch import nn
 
 from data.graphs import FROM_CHILD, GRAPH_KINDS, GraphKind, tree_graphs
+from models.embeddings import EmbeddingOptions, len_of, make_embedding
 from models.registry import ModelFamily, register_family, typed_fields
 
 CELLS = ("childsum", "binary", "deepsets")
@@ -293,12 +294,14 @@ class RecursiveEncoder(nn.Module):
         hidden_dim: int = 128,
         dropout: float = 0.1,
         readout: str = "root",
+        embed: nn.Module | None = None,
     ):
         super().__init__()
         if readout not in ("root", "mean"):
             raise ValueError(f"recursive models read out the root or the mean of the tokens, not {readout!r}")
         self.hidden_dim, self.readout, self.cell_name = hidden_dim, readout, cell
-        self.embed = nn.Embedding(vocab_size, hidden_dim)
+        # a given table (models/embeddings.py: GloVe) maps token ids to hidden_dim as nn.Embedding does
+        self.embed = embed if embed is not None else nn.Embedding(vocab_size, hidden_dim)
         self.cell = make_cell(cell, hidden_dim)
         self.dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(hidden_dim, num_classes)
@@ -308,7 +311,7 @@ class RecursiveEncoder(nn.Module):
         self.impl = "auto"
 
     def _inputs(self, g: dgl.DGLGraph) -> torch.Tensor:
-        return self.dropout(self.embed(g.ndata["tok"].to(self.embed.weight.device)))  # (N, d)
+        return self.dropout(self.embed(g.ndata["tok"].to(self.classifier.weight.device)))  # (N, d)
 
     def node_states(self, g: dgl.DGLGraph) -> torch.Tensor:
         """h (N, d) of every node, level by level (the fast path)."""
@@ -377,7 +380,7 @@ RECURSIVE_MODELS = {"treelstm": "childsum", "recursive": "deepsets"}  # name -> 
 
 
 @dataclass(frozen=True)
-class RecursiveConfig:
+class RecursiveConfig(EmbeddingOptions):
     """The keys conf/model/treelstm.yaml and recursive.yaml carry. Checked once, when made."""
 
     name: str
@@ -395,6 +398,7 @@ class RecursiveConfig:
         return cls(**{**values, "cell": values["cell"] or RECURSIVE_MODELS[values["name"]]})
 
     def __post_init__(self):
+        self.check_embeddings()
         if not isinstance(self.hidden_dim, int) or isinstance(self.hidden_dim, bool) or self.hidden_dim < 1:
             raise ValueError(f"model.hidden_dim must be an integer >= 1, got {self.hidden_dim!r}")
         check_recursive(self.name, self.cell, None, self.readout)
@@ -403,14 +407,16 @@ class RecursiveConfig:
         check_recursive(self.name, self.cell, graph.name, self.readout)
 
 
-def build_recursive(config: RecursiveConfig, vocab_size: int, num_classes: int, construction=None) -> RecursiveEncoder:
+def build_recursive(config: RecursiveConfig, vocab_size, num_classes: int, construction=None) -> RecursiveEncoder:
+    """``vocab_size``: the vocabulary's size, or the ``Vocab`` itself (which ``model.embeddings=glove`` needs)."""
     return RecursiveEncoder(
-        vocab_size,
+        len_of(vocab_size),
         num_classes,
         cell=config.cell,
         hidden_dim=config.hidden_dim,
         dropout=config.dropout,
         readout=config.readout,
+        embed=make_embedding(config, vocab_size, config.hidden_dim),
     )
 
 
@@ -422,5 +428,6 @@ register_family(
         build=build_recursive,
         description="one pass up the tree, children first (Tree-LSTM, recursive Deep Sets)",
         memory="one_pass",
+        takes_vocab=True,
     )
 )

@@ -35,6 +35,9 @@ class ModelFamily:
     # for graphs_on_own_tokens: (typed config, graph config) -> the construction that turns a sentence's words
     # into a graph on its tokens (data.wordpiece.PieceConstruction: tokenise, then lift the word-level graph)
     construction: Callable | None = None
+    # its builder gets the Vocab itself (tokens, training counts) in place of vocab_size, when the caller has
+    # one: model.embeddings=glove looks its words up (models/embeddings.py)
+    takes_vocab: bool = False
 
 
 MODEL_FAMILIES: dict[str, ModelFamily] = {}
@@ -85,13 +88,17 @@ def model_config(mapping):
     return family_of(mapping["name"]).config.from_mapping(mapping)
 
 
-def build_model(model_cfg, vocab_size: int, num_classes: int, construction=None):
+def build_model(model_cfg, vocab_size, num_classes: int, construction=None):
     """The model ``model.name`` names, built by its family from its typed config (``model_cfg``: a mapping
-    from YAML or a checkpoint, or a typed config), for graphs of ``construction``."""
+    from YAML or a checkpoint, or a typed config), for graphs of ``construction``. ``vocab_size``: the
+    vocabulary's size or the ``data.vocab.Vocab`` itself (``model.embeddings=glove`` needs its tokens)."""
     config = model_config(model_cfg)
     if construction is not None:
         config.check(construction.kind)
-    return family_of(config.name).build(config, vocab_size, num_classes, construction)
+    family = family_of(config.name)
+    if not family.takes_vocab and not isinstance(vocab_size, int):
+        vocab_size = len(vocab_size)  # a Vocab: this family needs its size only
+    return family.build(config, vocab_size, num_classes, construction)
 
 
 def make_construction(graph_cfg: Mapping, vocab, model_cfg: Mapping):

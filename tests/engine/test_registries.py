@@ -99,7 +99,15 @@ def test_upgrade_config_makes_an_old_treelstm_config_equal_to_todays():
     now["model"]["hidden_dim"] = 16
     assert "num_layers" in now["model"]  # debug=tiny sets it for every model; the Tree-LSTM ignores it
     assert upgrade_config(old)["model"] == upgrade_config(now)["model"]
-    assert set(upgrade_config(now)["model"]) == {"name", "cell", "hidden_dim", "dropout", "readout"}
+    assert set(upgrade_config(now)["model"]) == {
+        "name",
+        "cell",
+        "hidden_dim",
+        "dropout",
+        "readout",
+        "embeddings",
+        "glove_freeze",
+    }
     # a key the code later added is filled as the code behaved before it (not with today's YAML default)
     enc = OmegaConf.to_container(compose_config(["model=transformer"]).model)
     del enc["impl"], enc["dense_min_density"]
