@@ -81,8 +81,16 @@ def run_of(run_dir: Path) -> dict | None:
     return out
 
 
+def _canonical(value: str) -> str:
+    """``2e-5`` and ``2e-05`` are one setting."""
+    try:
+        return repr(float(value))
+    except ValueError:
+        return value
+
+
 def key_of(settings: dict) -> tuple:
-    return tuple(sorted((k, v) for k, v in settings.items() if k != "seed"))
+    return tuple(sorted((k, _canonical(v)) for k, v in settings.items() if k != "seed"))
 
 
 def noise(p: float, n: int) -> float:

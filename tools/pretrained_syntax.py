@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shlex
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -1171,7 +1172,7 @@ def main(argv=None) -> int:
             result["label"] = args.label or ("pretrained MiniLM" if args.model == "minilm" else result["model"])
             if getattr(fn, "fine_tuned", False):
                 result["fine_tuned"] = True
-            result["command"] = "python -m tools.pretrained_syntax " + " ".join(argv)
+            result["command"] = "python -m tools.pretrained_syntax " + shlex.join(argv)
             result["seconds"] = round(time.perf_counter() - start, 1)
             out = Path(args.out)
             figures = Path(args.figures or args.out)
