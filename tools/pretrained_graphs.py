@@ -115,7 +115,7 @@ def cell_text(cell: dict) -> str:
     if not done:
         if going:
             e = going[0]["epochs"][-1]
-            return f"running (epoch {e['epoch']}: val {100 * e['val_acc']:.2f})"
+            return f"unfinished (epoch {e['epoch']}: val {100 * e['val_acc']:.2f})"
         return "not run yet"
     tests = [100 * r["test_acc"] for r in done]
     mean = sum(tests) / len(tests)
@@ -185,7 +185,7 @@ def markdown(data: dict, command: str) -> str:
             )
         else:
             spent = sum(e["seconds"] for e in r.get("epochs", []))
-            lines.append(f"| {r['dir']} | {per_epoch} | – | – | still running | – | {spent / 60:.1f} min so far |")
+            lines.append(f"| {r['dir']} | {per_epoch} | – | – | unfinished (running, or stopped: resume=auto goes on) | – | {spent / 60:.1f} min so far |")
     lines += ["", "## Compute", ""]
     done = [r for r in data["runs"] if r["finished"]]
     if done:

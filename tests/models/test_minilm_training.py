@@ -242,7 +242,7 @@ def test_pretrained_graphs_table_shows_finished_running_and_missing_cells(tmp_pa
     row = next(line for line in md.splitlines() if line.startswith("| binary SST |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1].startswith("87.75 (1 seed, val 87.00)") and cells[1].endswith("[3 planned]")
-    assert cells[2].startswith("running (epoch 1: val 85.78)")
+    assert cells[2].startswith("unfinished (epoch 1: val 85.78)")
     assert "not run yet" in cells[3]
     assert "±1.54" in md  # 2 sqrt(.8775 * .1225 / 1821) = 1.54 points
     assert "binary SST ≥ 90: 87.75" in md and "missed by 2.25 points" in md
