@@ -98,7 +98,14 @@ def render_headline(data: dict) -> list[str]:
         values = [v["value"] for v in row["values"]]
         links = ", ".join(f"[{Path(t['file']).stem}]({t['file']}) (`{t['command']}`)" for t in row["tables"])
         pretrained = row.get("pretrained", "—").format(*values)  # GloVe inputs, the pretrained MiniLM
-        cells = [row["task"], row["best"].format(*values), row["transformer"].format(*values), pretrained, row["anchor"], links]
+        cells = [
+            row["task"],
+            row["best"].format(*values),
+            row["transformer"].format(*values),
+            pretrained,
+            row["anchor"],
+            links,
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

@@ -185,7 +185,9 @@ def markdown(data: dict, command: str) -> str:
             )
         else:
             spent = sum(e["seconds"] for e in r.get("epochs", []))
-            lines.append(f"| {r['dir']} | {per_epoch} | – | – | unfinished (running, or stopped: resume=auto goes on) | – | {spent / 60:.1f} min so far |")
+            lines.append(
+                f"| {r['dir']} | {per_epoch} | – | – | unfinished (running, or stopped: resume=auto goes on) | – | {spent / 60:.1f} min so far |"
+            )
     lines += ["", "## Compute", ""]
     done = [r for r in data["runs"] if r["finished"]]
     if done:
