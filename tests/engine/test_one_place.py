@@ -180,43 +180,10 @@ def test_a_toy_dataset_added_through_two_files_trains_and_learns(first_token_dat
 
 @pytest.fixture
 def bag_family(tmp_path):
-    """The two files of a new model family: its module (here defined and registered in the test) and its YAML."""
-    from dataclasses import dataclass
-
-    import torch
-
+    """The two files of a new model family: its module (tests/helpers/toy_family.py, registered here) and its YAML."""
     from models import MODEL_FAMILIES
     from models.registry import ModelFamily, register_family
-
-    @dataclass(frozen=True)
-    class BagConfig:
-        name: str
-        hidden_dim: int
-        impl = "sparse"
-        num_layers = num_heads = 1
-
-        @classmethod
-        def from_mapping(cls, cfg):
-            return cls(cfg["name"], int(cfg["hidden_dim"]))
-
-        def check(self, graph):
-            pass
-
-    class Bag(torch.nn.Module):
-        """Mean of the token embeddings: no message passing at all."""
-
-        def __init__(self, config, vocab_size, num_classes, construction=None):
-            super().__init__()
-            self.embed = torch.nn.Embedding(vocab_size, config.hidden_dim)
-            self.out = torch.nn.Linear(config.hidden_dim, num_classes)
-            self.impl = config.impl
-
-        def forward(self, g):
-            import dgl
-
-            with g.local_scope():
-                g.ndata["h"] = self.embed(g.ndata["tok"])
-                return self.out(dgl.mean_nodes(g, "h"))
+    from tests.helpers.toy_family import Bag, BagConfig
 
     register_family(ModelFamily("bag", ("bag",), BagConfig, Bag, "mean of embeddings"))
     (tmp_path / "conf" / "model").mkdir(parents=True)

@@ -53,28 +53,7 @@ def test_typed_config_checks_each_value_once_and_names_a_missing_key():
 
 def test_a_new_family_is_one_registry_entry(tmp_path):
     """A family that brings its own tokenizer registers like the others and builds through build_model."""
-    from dataclasses import dataclass
-
-    @dataclass(frozen=True)
-    class BagConfig:
-        name: str
-        hidden_dim: int
-        impl = "sparse"
-        num_layers = num_heads = 1
-        dense_min_density = 0.0
-
-        @classmethod
-        def from_mapping(cls, cfg):
-            return cls(cfg["name"], int(cfg["hidden_dim"]))
-
-        def check(self, graph):
-            pass
-
-    class Bag(torch.nn.Module):
-        def __init__(self, config, vocab_size, num_classes, construction=None):
-            super().__init__()
-            self.embed = torch.nn.EmbeddingBag(vocab_size, config.hidden_dim)
-            self.out = torch.nn.Linear(config.hidden_dim, num_classes)
+    from tests.helpers.toy_family import Bag, BagConfig
 
     family = ModelFamily("bag", ("bag_of_pieces",), BagConfig, Bag, own_tokenizer=True, graphs_on_own_tokens=True)
     register_family(family)
