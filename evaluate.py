@@ -3,7 +3,11 @@
 The checkpoint alone is enough: it holds the resolved config, the vocabulary and the weights, so
 the model, the graph construction and (for generated ListOps) the very same test split are
 rebuilt from it. ``data_file=path.tsv`` scores a ListOps file instead (either TSV layout, e.g. the
-published ``test_d20s.tsv`` or Long Range Arena's ``basic_test.tsv``).
+published ``test_d20s.tsv`` or Long Range Arena's ``basic_test.tsv``). ``dataset=NAME`` (a conf/dataset
+option, with its ``dataset.data_dir=...``) scores a split of another dataset with the same labels: a model
+fine-tuned on GLUE SST-2's phrases, scored on binary SST's test sentences::
+
+    python evaluate.py checkpoint=.../best.pt dataset=sst_binary dataset.data_dir=../shared/data/sst split=test
 
 Prints accuracy overall and by tree depth, length and root operator; writes ``eval.json`` and
 ``confusion.png`` in its own Hydra run directory (``hydra.run.dir=...`` sets it).
@@ -17,7 +21,7 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from data.datasets import dataset_entry
 from data.pipeline import GraphDataset, load_splits, make_loader
@@ -44,17 +48,27 @@ def evaluate(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
     devices = (device, graph_device(device, model.impl))
     model.to(device)
 
-    entry = dataset_entry(config["dataset"]["name"])
+    data_cfg, other = config["dataset"], cfg.get("dataset")
+    if other is not None:  # another dataset's split, scored with this checkpoint's labels
+        if cfg.data_file:
+            raise ValueError("give either data_file= or dataset=, not both")
+        data_cfg = OmegaConf.to_container(other, resolve=True)
+        if int(data_cfg["num_classes"]) != int(ckpt["num_classes"]):
+            raise ValueError(
+                f"dataset={data_cfg['name']} has {data_cfg['num_classes']} classes and the checkpoint "
+                f"{ckpt['num_classes']} ({config['dataset']['name']}); pick a dataset with the same labels"
+            )
+    entry = dataset_entry(data_cfg["name"])
     if cfg.data_file:  # a file in the dataset's own format (ListOps: a TSV; text: CSV/TSV/JSON of sentences)
-        ds, source = entry.read_file(cfg.data_file, config["dataset"], cfg.max_length), str(cfg.data_file)
+        ds, source = entry.read_file(cfg.data_file, data_cfg, cfg.max_length), str(cfg.data_file)
     else:
         if cfg.split not in entry.splits:
             raise ValueError(f"unknown split {cfg.split!r}; valid: {', '.join(entry.splits)}")
-        ds, source = load_splits(config["dataset"])[cfg.split], f"{config['dataset']['name']}/{cfg.split}"
+        ds, source = load_splits(data_cfg)[cfg.split], f"{data_cfg['name']}/{cfg.split}"
     data = GraphDataset(ds, vocab, construction, desc="eval")
     # Words unseen in training are <unk>, as they were when train.py scored the test split. A file of mostly
     # unknown tokens (any, for ListOps' closed vocabulary) is the wrong kind of data for this checkpoint.
-    if cfg.data_file and data.unknown_share > entry.unknown_limit:
+    if (cfg.data_file or other is not None) and data.unknown_share > entry.unknown_limit:
         raise ValueError(
             f"{data.unknown_share:.0%} of the tokens in {source} are not in the checkpoint's vocabulary "
             f"({len(vocab)} tokens, trained on {config['dataset']['name']}); use a checkpoint "

@@ -399,6 +399,43 @@ def test_evaluate_scores_a_test_split_with_unseen_words(tmp_path):
     assert ev["accuracy"] == results["test_acc"]
 
 
+def write_glue(folder, rows):
+    """A GLUE SST-2 folder (``sentence<TAB>label``) holding ``rows`` as both train and dev."""
+    folder.mkdir(parents=True, exist_ok=True)
+    body = "sentence\tlabel\n" + "".join(f"{text}\t{label}\n" for text, label in rows)
+    for name in ("train.tsv", "dev.tsv"):
+        (folder / name).write_text(body)
+    return folder
+
+
+def test_evaluate_scores_another_datasets_split(tmp_path):
+    """A model trained on GLUE SST-2 phrases scores binary SST's test sentences (``dataset=sst_binary``)
+    exactly as it scores the same sentences written as a GLUE file; a dataset with other labels is refused."""
+    phrases = [("good fun", 1), ("a bad film", 0), ("awful", 0), ("good", 1), ("fun and good", 1), ("bad", 0)] * 4
+    glue = write_glue(tmp_path / "glue", phrases)
+    trains(
+        ["dataset=sst2", f"dataset.data_dir={glue}", f"dataset.cache_dir={tmp_path / 'cache'}", "dataset.val_size=4"]
+        + ["dataset.min_freq=1", "model=gcn", "model.hidden_dim=16", "trainer.max_epochs=1", "logger=none"]
+        + ["trainer.progress=false"],
+        tmp_path / "run",
+    )
+    ckpt = tmp_path / "run" / "checkpoints" / "best.pt"
+    # binary SST's test split: the neutral tree (label 2) is dropped, 4 -> 1, 3 -> 1, 0 -> 0
+    trees = write_treebank(tmp_path / "trees", test=[*TREES, "(1 (2 a) (1 (1 bad) (2 fun)))"])
+    other = [f"checkpoint={ckpt}", "dataset=sst_binary", f"dataset.data_dir={trees}"]
+    ev = evaluate(compose_config([*other, f"dataset.cache_dir={tmp_path / 'cache'}"], "evaluate"), tmp_path / "ev")
+    assert ev["data"] == "sst_binary/test" and sum(map(sum, ev["confusion"])) == 4
+    # the same four sentences, their tokens joined by spaces, as a GLUE file of the checkpoint's own dataset
+    sentences = [("( good ) fun .", 1), ("good", 1), ("a bad awful film", 0), ("a bad fun", 0)]
+    as_file = write_glue(tmp_path / "as_file", sentences) / "dev.tsv"
+    ev_file = evaluate(compose_config([f"checkpoint={ckpt}", f"data_file={as_file}"], "evaluate"), tmp_path / "evf")
+    assert ev["accuracy"] == ev_file["accuracy"] and ev["confusion"] == ev_file["confusion"]
+    with pytest.raises(ValueError, match="dataset=sst has 5 classes and the checkpoint 2 .* same labels"):
+        evaluate(
+            compose_config([f"checkpoint={ckpt}", "dataset=sst", f"dataset.data_dir={trees}"], "evaluate"), tmp_path
+        )
+
+
 # --------------------------------------------------------------------------------------------
 # The real files: one short run per dataset, sharing one parse cache
 # --------------------------------------------------------------------------------------------
