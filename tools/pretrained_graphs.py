@@ -7,8 +7,13 @@ cell shown, "not run yet" where no run finished.
 The planned cells are read from ``conf/experiment/pretrained_graphs.yaml``'s grids (a cell: dataset, graph,
 other overrides; its seeds). A finished run is one with ``results.json``; a run still training shows its
 last finished epoch from ``metrics.csv``. Noise: two binomial standard errors of a test accuracy p on n
-test sentences, 2 sqrt(p (1 - p) / n); a difference between graphs is a finding only beyond it (and with
-3 seeds).
+test sentences, 2 sqrt(p (1 - p) / n). A graph's difference to the complete graph is a finding only beyond
+2 sqrt(se_graph^2 + se_complete^2) (both cells' binomial standard errors) and, where a cell has several
+seeds, beyond 2 sqrt(sd_graph^2 / n_graph + sd_complete^2 / n_complete) too.
+
+A run fine-tuned on GLUE SST-2's phrases (``dataset=sst2``) is also scored on binary SST's val and test
+sentences (``evaluate.py dataset=sst_binary``, run here once and kept in the run's ``eval/``), so that the
+choice between training on sentences and on phrases is made on binary SST's validation split.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ import itertools
 import json
 import math
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -30,6 +37,7 @@ TRAIN_SIZES = {"sst_binary": 6920, "sst": 8544, "trec": 4952, "sst2": 66477}  # 
 EPOCHS = 2
 NAMES = {"sst_binary": "binary SST", "sst": "SST-5", "trec": "TREC-6", "sst2": "GLUE SST-2 (dev as test)"}
 SKIP = ("dataset.data_dir", "trainer.resume", "experiment", "trainer.progress")
+TRANSFER = ("sst2", "sst_binary")  # a model trained on the first is also scored on the second's val and test
 
 
 def planned_cells(conf: Path) -> list[dict]:
@@ -78,7 +86,32 @@ def run_of(run_dir: Path) -> dict | None:
             n_test=r["num_examples"]["test"],
             n_train=r["num_examples"]["train"],
         )
+    for split in ("val", "test"):
+        ev = run_dir / "eval" / f"{TRANSFER[1]}_{split}" / "eval.json"
+        if ev.is_file():
+            e = json.loads(ev.read_text())
+            out.setdefault("transfer", {})[split] = {"acc": e["accuracy"], "n": sum(map(sum, e["confusion"]))}
     return out
+
+
+def score_transfer(runs_dir: Path, data_dir: str) -> list[Path]:
+    """Score each finished ``dataset=sst2`` run's best checkpoint on binary SST's val and test sentences
+    (once: the results stay in the run's ``eval/``). Returns the eval.json files written."""
+    written = []
+    for run_dir in sorted(runs_dir.glob(f"dataset={TRANSFER[0]},*")):
+        ckpt = run_dir / "checkpoints" / "best.pt"
+        if not (run_dir / "results.json").is_file() or not ckpt.is_file():
+            continue
+        for split in ("val", "test"):
+            out = run_dir / "eval" / f"{TRANSFER[1]}_{split}"
+            if (out / "eval.json").is_file():
+                continue
+            cmd = [sys.executable, str(ROOT / "evaluate.py"), f"checkpoint={ckpt}", f"dataset={TRANSFER[1]}"]
+            cmd += [f"dataset.data_dir={data_dir}", f"split={split}", f"hydra.run.dir={out}"]
+            print("+", " ".join(cmd), flush=True)
+            subprocess.run(cmd, cwd=ROOT, check=True)
+            written.append(out / "eval.json")
+    return written
 
 
 def _canonical(value: str) -> str:
@@ -109,6 +142,27 @@ def build(runs_dir: Path, conf: Path) -> dict:
     return {"runs": runs, "cells": list(cells.values())}
 
 
+def stats(cell: dict) -> dict | None:
+    """Mean and std (%) of a cell's finished runs' test accuracies, their count, the mean binomial s.e."""
+    done = [r for r in cell.get("runs", []) if r["finished"]]
+    if not done:
+        return None
+    tests = [100 * r["test_acc"] for r in done]
+    mean = sum(tests) / len(tests)
+    sd = math.sqrt(sum((t - mean) ** 2 for t in tests) / (len(tests) - 1)) if len(tests) > 1 else 0.0
+    se = noise(mean / 100, done[0]["n_test"]) / 2
+    per_ex = sum(r["train_seconds"] for r in done) / sum(r["epochs_run"] * r["n_train"] for r in done)
+    return {"mean": mean, "sd": sd, "n": len(tests), "se": se, "s_per_example": per_ex}
+
+
+def against_complete(a: dict, c: dict) -> tuple[float, float]:
+    """(difference, threshold) of a graph's cell against the complete graph's, both from :func:`stats`."""
+    threshold = 2 * math.sqrt(a["se"] ** 2 + c["se"] ** 2)
+    if a["n"] > 1 or c["n"] > 1:
+        threshold = max(threshold, 2 * math.sqrt(a["sd"] ** 2 / a["n"] + c["sd"] ** 2 / c["n"]))
+    return a["mean"] - c["mean"], threshold
+
+
 def cell_text(cell: dict) -> str:
     done = [r for r in cell.get("runs", []) if r["finished"]]
     going = [r for r in cell.get("runs", []) if not r["finished"] and r.get("epochs")]
@@ -125,7 +179,7 @@ def cell_text(cell: dict) -> str:
 
 def markdown(data: dict, command: str) -> str:
     cells = data["cells"]
-    plain = [c for c in cells if set(c["settings"]) <= {"dataset", "graph"}]
+    plain = [c for c in cells if set(c["settings"]) <= {"dataset", "graph"} and c["settings"]["dataset"] != TRANSFER[0]]
     datasets = list(dict.fromkeys(c["settings"]["dataset"] for c in plain))
     graphs = list(dict.fromkeys(c["settings"]["graph"] for c in plain))
     lines = [
@@ -143,7 +197,7 @@ def markdown(data: dict, command: str) -> str:
         "10% linear warmup then linear decay to 0, 2 epochs, gradient clipping 1.0, mean pooling and a linear head, "
         "dropout 0.1. Epoch chosen on validation: the test split is scored with the best validation epoch's "
         "checkpoint. The learning rate is 3e-5 everywhere, **not chosen**: the lr grid {2e-5, 5e-5} on binary SST "
-        "complete seed 0 is the last grid and has not run. Graphs: each word-level graph lifted to word pieces "
+        "complete seed 0 is the last grid (see 'Other cells'). Graphs: each word-level graph lifted to word pieces "
         "(docs/architecture.md, 'A pretrained family's data path').",
         "",
         "Test accuracy (%), mean ± std over the seeds that finished, and the best validation accuracy of those "
@@ -163,7 +217,10 @@ def markdown(data: dict, command: str) -> str:
             else:
                 row.append(cell_text(c) + f" [{len(c.get('seeds_planned', []))} planned]")
         lines.append("| " + " | ".join(row) + " |")
-    others = [c for c in cells if c not in plain]
+    transfer = [c for c in cells if c["settings"].get("dataset") == TRANSFER[0]]
+    others = [c for c in cells if c not in plain and c not in transfer]
+    lines += against_complete_section(plain, datasets, graphs)
+    lines += transfer_section(transfer)
     if others:
         lines += ["", "Other cells:", ""]
         for c in others:
@@ -206,16 +263,102 @@ def markdown(data: dict, command: str) -> str:
         lines.append("No run has finished: no measured rate yet.")
     lines += ["", "## Targets (issue 24, test accuracy)", ""]
     for d, target in TARGETS.items():
-        done = [r for c in plain if c["settings"]["dataset"] == d for r in c.get("runs", []) if r["finished"]]
+        # (validation, test, run) of every finished run scored on d: its own, and a transfer onto d
+        done = [
+            (r["best_val_acc"], r["test_acc"], r["dir"])
+            for c in plain
+            if c["settings"]["dataset"] == d
+            for r in c.get("runs", [])
+            if r["finished"]
+        ]
+        if d == TRANSFER[1]:
+            done += [
+                (r["transfer"]["val"]["acc"], r["transfer"]["test"]["acc"], f"{r['dir']}, scored on {NAMES[d]}")
+                for c in transfer
+                for r in c.get("runs", [])
+                if {"val", "test"} <= set(r.get("transfer", {}))
+            ]
         if not done:
             lines.append(f"- {NAMES[d]} ≥ {target:.0f}: not run yet.")
             continue
-        best = max(done, key=lambda r: r["best_val_acc"])  # the cell chosen on validation
-        acc = 100 * best["test_acc"]
+        val, test, name = max(done)  # the run chosen on validation
+        acc = 100 * test
         verdict = "met" if acc >= target else f"missed by {target - acc:.2f} points"
-        lines.append(f"- {NAMES[d]} ≥ {target:.0f}: {acc:.2f} ({best['dir']}, the best run on validation): {verdict}.")
+        lines.append(
+            f"- {NAMES[d]} ≥ {target:.0f}: {acc:.2f} ({name}; the best of {len(done)} finished runs on "
+            f"validation, {100 * val:.2f}): {verdict}."
+        )
     lines.append("")
     return "\n".join(lines)
+
+
+def against_complete_section(plain: list[dict], datasets: list[str], graphs: list[str]) -> list[str]:
+    """Each sparse graph against the complete graph of its dataset: the difference, its threshold, the cost."""
+    by = {(c["settings"]["dataset"], c["settings"]["graph"]): stats(c) for c in plain}
+    lines = [
+        "",
+        "## Each graph against the complete graph",
+        "",
+        "Difference in mean test accuracy (points) to the complete graph of the same dataset, and the threshold "
+        "it must clear to be a finding: 2 sqrt(se_graph² + se_complete²) with se the binomial standard error "
+        "of the cell's test accuracy, and, where a cell has several seeds, 2 sqrt(sd_graph²/n_graph + "
+        "sd_complete²/n_complete) too (the larger of the two). Cost: training seconds per example against the "
+        "complete graph's (the same 2 cores shared with other jobs, so ±20% is timing noise).",
+        "",
+        "| dataset | graph | seeds (graph / complete) | difference | threshold | verdict | training time vs complete |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for d in datasets:
+        c = by.get((d, "complete"))
+        if c is None:
+            continue
+        for g in graphs:
+            a = by.get((d, g))
+            if g == "complete" or a is None:
+                continue
+            diff, threshold = against_complete(a, c)
+            verdict = "within noise" if abs(diff) <= threshold else ("better" if diff > 0 else "worse")
+            lines.append(
+                f"| {NAMES.get(d, d)} | {g} | {a['n']} / {c['n']} | {diff:+.2f} | {threshold:.2f} | {verdict} "
+                f"| {a['s_per_example'] / c['s_per_example']:.2f}× |"
+            )
+    return lines
+
+
+def transfer_section(transfer: list[dict]) -> list[str]:
+    """The runs fine-tuned on GLUE SST-2's phrases, on GLUE's dev set and on binary SST's sentences."""
+    runs = [r for c in transfer for r in c.get("runs", [])]
+    if not transfer:
+        return []
+    lines = [
+        "",
+        f"## Trained on GLUE SST-2's phrases, scored on {NAMES[TRANSFER[1]]}",
+        "",
+        "GLUE SST-2's 67,349 training phrases all come from the treebank's training split, so binary SST's val "
+        "and test sentences stay held out. Its own validation split is 872 phrases carved from its training "
+        "phrases (seeded); its test split is GLUE's dev set. Scored on binary SST by `python evaluate.py "
+        "checkpoint=<run>/checkpoints/best.pt dataset=sst_binary dataset.data_dir=../shared/data/sst "
+        "split=val|test` (run by this tool; kept in the run's `eval/`).",
+        "",
+        "| run | val (GLUE phrases) | GLUE SST-2 dev | binary SST val | binary SST test | test noise (2 s.e.) "
+        "| train wall time |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    if not runs:
+        lines.append("| (not run yet) | – | – | – | – | – | – |")
+    for r in runs:
+        if not r["finished"]:
+            lines.append(f"| {r['dir']} | unfinished | – | – | – | – | – |")
+            continue
+        t = r.get("transfer", {})
+        val = f"{100 * t['val']['acc']:.2f}" if "val" in t else "not scored yet"
+        test = f"{100 * t['test']['acc']:.2f}" if "test" in t else "not scored yet"
+        se = f"±{noise(t['test']['acc'], t['test']['n']):.2f}" if "test" in t else "–"
+        lines.append(
+            f"| {r['dir']} | {100 * r['best_val_acc']:.2f} | {100 * r['test_acc']:.2f} | {val} | {test} | {se} "
+            f"| {r['train_seconds'] / 60:.1f} min |"
+        )
+    return lines
 
 
 def plot(data: dict, path: Path) -> Path:
@@ -223,6 +366,7 @@ def plot(data: dict, path: Path) -> Path:
 
     plt = pyplot()
     plain = [c for c in data["cells"] if set(c["settings"]) <= {"dataset", "graph"}]
+    plain = [c for c in plain if c["settings"]["dataset"] != TRANSFER[0]]
     done = [
         (c["settings"]["dataset"], c["settings"]["graph"], [100 * r["test_acc"] for r in c["runs"] if r["finished"]])
         for c in plain
@@ -255,9 +399,13 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results")
     parser.add_argument("--figures", type=Path, default=ROOT / "docs" / "figures")
     parser.add_argument("--command", default=f"make experiment E={EXPERIMENT}")
+    parser.add_argument("--sst-dir", default="../shared/data/sst", help="binary SST's folder, for the transfer rows")
+    parser.add_argument("--no-transfer", action="store_true", help="do not score sst2 runs on binary SST")
     args = parser.parse_args(argv)
     from engine.io import write_json
 
+    if not args.no_transfer and args.runs.is_dir():
+        score_transfer(args.runs, args.sst_dir)
     data = build(args.runs, args.conf)
     args.out.mkdir(parents=True, exist_ok=True)
     write_json(args.out / f"{EXPERIMENT}.json", data)

@@ -9,6 +9,7 @@ import json
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -248,3 +249,70 @@ def test_pretrained_graphs_table_shows_finished_running_and_missing_cells(tmp_pa
     assert "binary SST ≥ 90: 87.75" in md and "missed by 2.25 points" in md
     assert "SST-5 ≥ 50: not run yet" in md
     assert (out / "pretrained_graphs.png").is_file()
+
+
+def fake_run(tmp_dir, name, overrides, test_acc=None, val_acc=0.8, n_test=1821):
+    """A run directory as train.py leaves it: its overrides, and results.json when ``test_acc`` is given."""
+    d = tmp_dir / name
+    (d / ".hydra").mkdir(parents=True)
+    (d / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
+    if test_acc is not None:
+        (d / "checkpoints").mkdir()
+        (d / "checkpoints" / "best.pt").write_bytes(b"")
+        results = {
+            "best_val_acc": val_acc,
+            "best_epoch": 1,
+            "test_acc": test_acc,
+            "epochs": 1,
+            "train_seconds": 100.0,
+            "num_examples": {"train": 6920, "val": 872, "test": n_test},
+        }
+        (d / "results.json").write_text(json.dumps(results))
+    return d
+
+
+def test_pretrained_graphs_compares_with_complete_and_chooses_the_phrase_run_on_validation(tmp_path, monkeypatch):
+    """The graph-vs-complete verdict uses the larger of the binomial and the seed thresholds; an sst2 run is
+    scored on binary SST's val and test (once) and wins the binary SST target only by its validation score."""
+    from tools import pretrained_graphs as pg
+
+    runs = tmp_path / "runs"
+    for graph, tests in (("complete", (0.87, 0.88, 0.86)), ("dep", (0.83, 0.84, 0.85))):
+        for seed, acc in enumerate(tests):
+            over = ["dataset=sst_binary", f"graph={graph}", f"seed={seed}"]
+            fake_run(runs, f"dataset=sst_binary,graph={graph},seed={seed}", over, acc, val_acc=0.88)
+    # the best test accuracy of all, but the worst validation score: never the one chosen
+    fake_run(
+        runs, "dataset=sst_binary,graph=window,seed=0", ["dataset=sst_binary", "graph=window", "seed=0"], 0.96, 0.8
+    )
+    phrase = ["dataset=sst2", "graph=complete", "seed=0", "trainer.max_epochs=1"]
+    sst2 = fake_run(runs, "dataset=sst2,graph=complete,seed=0,trainer.max_epochs=1", phrase, 0.91, 0.93, 872)
+    fake_run(runs, "dataset=sst2,graph=dep,seed=0", ["dataset=sst2", "graph=dep", "seed=0"])  # unfinished
+
+    calls = []
+
+    def evaluate_stub(cmd, cwd, check):  # stands in for `python evaluate.py ...`: writes what it would
+        calls.append(cmd)
+        args = dict(a.split("=", 1) for a in cmd[2:])
+        acc = {"val": 0.895, "test": 0.905}[args["split"]]
+        out = Path(args["hydra.run.dir"])
+        out.mkdir(parents=True)
+        n = 872 if args["split"] == "val" else 1821
+        right = round(acc * n)
+        (out / "eval.json").write_text(json.dumps({"accuracy": acc, "confusion": [[right, 0], [n - right, 0]]}))
+
+    monkeypatch.setattr(pg.subprocess, "run", evaluate_stub)
+    out = tmp_path / "out"
+    assert pg.main(["--runs", str(runs), "--out", str(out), "--figures", str(out), "--sst-dir", "SST"]) == 0
+    assert len(calls) == 2  # val and test of the finished sst2 run; the unfinished one is not scored
+    assert all("dataset=sst_binary" in c and "dataset.data_dir=SST" in c for c in calls)
+    assert calls[0][2] == f"checkpoint={sst2 / 'checkpoints' / 'best.pt'}"
+    md = (out / "pretrained_graphs.md").read_text()
+    # complete 87 ± 1, dep 84 ± 1 (3 seeds): binomial 2 sqrt(.788² + .859²) = 2.33 beats the seeds' 1.63
+    assert "| binary SST | dep | 3 / 3 | -3.00 | 2.33 | worse | 1.00× |" in md
+    assert "| dataset=sst2,graph=complete,seed=0,trainer.max_epochs=1 | 93.00 | 91.00 | 89.50 | 90.50 |" in md
+    assert "binary SST ≥ 90: 90.50 (dataset=sst2,graph=complete,seed=0,trainer.max_epochs=1, scored on binary SST" in md
+    assert "met" in md.split("binary SST ≥ 90")[1].splitlines()[0]
+    # scored once: a second table run calls nothing
+    calls.clear()
+    assert pg.main(["--runs", str(runs), "--out", str(out), "--figures", str(out)]) == 0 and calls == []
