@@ -94,6 +94,11 @@ def run_of(run_dir: Path) -> dict | None:
     return out
 
 
+def quoted(value) -> str:
+    """A Hydra override value that may hold ``=`` or ``,`` (run directories do), quoted for its grammar."""
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def score_transfer(runs_dir: Path, data_dir: str) -> list[Path]:
     """Score each finished ``dataset=sst2`` run's best checkpoint on binary SST's val and test sentences
     (once: the results stay in the run's ``eval/``). Returns the eval.json files written."""
@@ -106,8 +111,8 @@ def score_transfer(runs_dir: Path, data_dir: str) -> list[Path]:
             out = run_dir / "eval" / f"{TRANSFER[1]}_{split}"
             if (out / "eval.json").is_file():
                 continue
-            cmd = [sys.executable, str(ROOT / "evaluate.py"), f"checkpoint={ckpt}", f"dataset={TRANSFER[1]}"]
-            cmd += [f"dataset.data_dir={data_dir}", f"split={split}", f"hydra.run.dir={out}"]
+            cmd = [sys.executable, str(ROOT / "evaluate.py"), f"checkpoint={quoted(ckpt)}", f"dataset={TRANSFER[1]}"]
+            cmd += [f"dataset.data_dir={quoted(data_dir)}", f"split={split}", f"hydra.run.dir={quoted(out)}"]
             print("+", " ".join(cmd), flush=True)
             subprocess.run(cmd, cwd=ROOT, check=True)
             written.append(out / "eval.json")
@@ -303,7 +308,9 @@ def against_complete_section(plain: list[dict], datasets: list[str], graphs: lis
         "it must clear to be a finding: 2 sqrt(se_graph² + se_complete²) with se the binomial standard error "
         "of the cell's test accuracy, and, where a cell has several seeds, 2 sqrt(sd_graph²/n_graph + "
         "sd_complete²/n_complete) too (the larger of the two). Cost: training seconds per example against the "
-        "complete graph's (the same 2 cores shared with other jobs, so ±20% is timing noise).",
+        "complete graph's, from the runs' wall times on 2 cores shared with other jobs (so ±20% is timing noise; "
+        "the ratios measured side by side on one batch are in [bench/results/pretrained.md]"
+        "(../../bench/results/pretrained.md), `make bench`).",
         "",
         "| dataset | graph | seeds (graph / complete) | difference | threshold | verdict | training time vs complete |",
         "|---|---|---|---|---|---|---|",

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from hydra.core.override_parser.overrides_parser import OverridesParser
 
 import models
 from data.pipeline import GraphDataset, load_splits
@@ -293,7 +294,9 @@ def test_pretrained_graphs_compares_with_complete_and_chooses_the_phrase_run_on_
 
     def evaluate_stub(cmd, cwd, check):  # stands in for `python evaluate.py ...`: writes what it would
         calls.append(cmd)
-        args = dict(a.split("=", 1) for a in cmd[2:])
+        # the overrides as Hydra's own grammar reads them (run directories hold '=' and ',')
+        parsed = OverridesParser.create().parse_overrides(cmd[2:])
+        args = {o.key_or_group: o.value() for o in parsed}
         acc = {"val": 0.895, "test": 0.905}[args["split"]]
         out = Path(args["hydra.run.dir"])
         out.mkdir(parents=True)
@@ -305,8 +308,8 @@ def test_pretrained_graphs_compares_with_complete_and_chooses_the_phrase_run_on_
     out = tmp_path / "out"
     assert pg.main(["--runs", str(runs), "--out", str(out), "--figures", str(out), "--sst-dir", "SST"]) == 0
     assert len(calls) == 2  # val and test of the finished sst2 run; the unfinished one is not scored
-    assert all("dataset=sst_binary" in c and "dataset.data_dir=SST" in c for c in calls)
-    assert calls[0][2] == f"checkpoint={sst2 / 'checkpoints' / 'best.pt'}"
+    assert all("dataset=sst_binary" in c and "dataset.data_dir='SST'" in c for c in calls)
+    assert calls[0][2] == f"checkpoint='{sst2 / 'checkpoints' / 'best.pt'}'"
     md = (out / "pretrained_graphs.md").read_text()
     # complete 87 ± 1, dep 84 ± 1 (3 seeds): binomial 2 sqrt(.788² + .859²) = 2.33 beats the seeds' 1.63
     assert "| binary SST | dep | 3 / 3 | -3.00 | 2.33 | worse | 1.00× |" in md
