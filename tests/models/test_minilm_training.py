@@ -319,3 +319,25 @@ def test_pretrained_graphs_compares_with_complete_and_chooses_the_phrase_run_on_
     # scored once: a second table run calls nothing
     calls.clear()
     assert pg.main(["--runs", str(runs), "--out", str(out), "--figures", str(out)]) == 0 and calls == []
+
+
+@pytest.mark.parametrize(
+    ("other_val", "verdict"), [(0.85, "the recipe's 3e-05 is the best"), (0.90, "5e-05 is better")]
+)
+def test_pretrained_graphs_learning_rate_is_judged_on_validation(other_val, verdict):
+    """The lr grid's verdict follows validation, not test (the other lr always has the better test score)."""
+    from tools import pretrained_graphs as pg
+
+    def run(lr, val, test):
+        settings = {"dataset": "sst_binary", "graph": "complete", "seed": "0", **({"optim.lr": lr} if lr else {})}
+        return {"settings": settings, "finished": True, "best_val_acc": val, "test_acc": test}
+
+    plain = [{"settings": {"dataset": "sst_binary", "graph": "complete"}, "runs": [run(None, 0.88, 0.87)]}]
+    others = [
+        {
+            "settings": {"dataset": "sst_binary", "graph": "complete", "optim.lr": "5e-05"},
+            "runs": [run("5e-05", other_val, 0.95)],
+        }
+    ]
+    text = "\n".join(pg.learning_rate_section(plain, others))
+    assert "3e-05: val 88.00 (test 87.00), 5e-05: val" in text and verdict in text
