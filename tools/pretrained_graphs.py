@@ -148,20 +148,28 @@ def build(runs_dir: Path, conf: Path) -> dict:
     for run in runs:
         cell = cells.setdefault(key_of(run["settings"]), {"settings": dict(run["settings"]), "seeds_planned": []})
         cell.setdefault("runs", []).append(run)
-    return {"runs": runs, "cells": list(cells.values())}
+    base_lr = _canonical(str((yaml.safe_load(conf.read_text()) or {}).get("optim", {}).get("lr", "")))
+    return {"runs": runs, "cells": list(cells.values()), "base_lr": base_lr}
 
 
 def stats(cell: dict) -> dict | None:
-    """Mean and std (%) of a cell's finished runs' test accuracies, their count, the mean binomial s.e."""
+    """Mean and std (%) of a cell's finished runs' test accuracies, their count, the mean binomial s.e., the
+    best validation accuracy (%) and the training seconds per example."""
     done = [r for r in cell.get("runs", []) if r["finished"]]
     if not done:
         return None
     tests = [100 * r["test_acc"] for r in done]
-    mean = sum(tests) / len(tests)
-    sd = math.sqrt(sum((t - mean) ** 2 for t in tests) / (len(tests) - 1)) if len(tests) > 1 else 0.0
-    se = noise(mean / 100, done[0]["n_test"]) / 2
+    m = mean(tests)
+    sd = math.sqrt(sum((t - m) ** 2 for t in tests) / (len(tests) - 1)) if len(tests) > 1 else 0.0
     per_ex = sum(r["train_seconds"] for r in done) / sum(r["epochs_run"] * r["n_train"] for r in done)
-    return {"mean": mean, "sd": sd, "n": len(tests), "se": se, "s_per_example": per_ex}
+    return {
+        "mean": m,
+        "sd": sd,
+        "n": len(tests),
+        "se": noise(m / 100, done[0]["n_test"]) / 2,
+        "best_val": 100 * max(r["best_val_acc"] for r in done),
+        "s_per_example": per_ex,
+    }
 
 
 def against_complete(a: dict, c: dict) -> tuple[float, float]:
@@ -180,10 +188,9 @@ def cell_text(cell: dict) -> str:
             e = going[0]["epochs"][-1]
             return f"unfinished (epoch {e['epoch']}: val {100 * e['val_acc']:.2f})"
         return "not run yet"
-    tests = [100 * r["test_acc"] for r in done]
-    mean = sum(tests) / len(tests)
-    sd = f" ± {math.sqrt(sum((t - mean) ** 2 for t in tests) / (len(tests) - 1)):.2f}" if len(tests) > 1 else ""
-    return f"{mean:.2f}{sd} ({len(done)} seed{'s' if len(done) > 1 else ''}, val {100 * max(r['best_val_acc'] for r in done):.2f})"
+    st = stats(cell)
+    sd = f" ± {st['sd']:.2f}" if st["n"] > 1 else ""
+    return f"{st['mean']:.2f}{sd} ({st['n']} seed{'s' if st['n'] > 1 else ''}, val {st['best_val']:.2f})"
 
 
 def markdown(data: dict, command: str) -> str:
@@ -234,7 +241,7 @@ def markdown(data: dict, command: str) -> str:
         lines += ["", "Other cells:", ""]
         for c in others:
             lines.append(f"- {' '.join(f'{k}={v}' for k, v in sorted(c['settings'].items()))}: {cell_text(c)}")
-    lines += learning_rate_section(plain, others)
+    lines += learning_rate_section(plain, others, data["base_lr"])
     lines += [
         "",
         "## Runs",
@@ -312,13 +319,14 @@ def markdown(data: dict, command: str) -> str:
     return "\n".join(lines)
 
 
-def learning_rate_section(plain: list[dict], others: list[dict], base_lr: str = "3e-05") -> list[str]:
-    """The lr grid (binary SST, complete, seed 0) on validation beside the recipe's own seed-0 run."""
+def learning_rate_section(plain: list[dict], others: list[dict], base_lr: str) -> list[str]:
+    """The lr grid (binary SST, complete, seed 0) on validation beside the recipe's own seed-0 run (``base_lr``,
+    the experiment's ``optim.lr``)."""
     where = {"dataset": "sst_binary", "graph": "complete"}
     scored = {}
     for c in [*plain, *others]:
         settings = dict(c["settings"])
-        lr = settings.pop("optim.lr", base_lr)
+        lr = _canonical(settings.pop("optim.lr", base_lr))
         for r in c.get("runs", []) if settings == where else []:
             if r["finished"] and r["settings"].get("seed", "0") == "0":
                 scored[lr] = r

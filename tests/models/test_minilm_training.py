@@ -339,5 +339,5 @@ def test_pretrained_graphs_learning_rate_is_judged_on_validation(other_val, verd
             "runs": [run("5e-05", other_val, 0.95)],
         }
     ]
-    text = "\n".join(pg.learning_rate_section(plain, others))
+    text = "\n".join(pg.learning_rate_section(plain, others, "3e-05"))
     assert "3e-05: val 88.00 (test 87.00), 5e-05: val" in text and verdict in text
