@@ -267,26 +267,69 @@ def plot_by_length(runs: list[dict], path: Path) -> Path:
     return _plot_breakdown(runs, path, _length_points, "length in tokens", names)
 
 
-def plot_curves(runs: list[dict], path: Path) -> Path:
-    """Training loss and validation accuracy by epoch, one line per run (from ``metrics.csv``)."""
-    plt = pyplot()
-    fig, (loss_ax, acc_ax) = plt.subplots(1, 2, figsize=(10, 3.8))
-    for r in sorted(runs, key=label):
+def _mean_by_epoch(curves: list[dict[int, float]]) -> tuple[list[int], list[float]]:
+    """Per-epoch mean of several runs' ``{epoch: value}`` (an epoch some runs lack averages those that have it)."""
+    epochs = sorted({e for c in curves for e in c})
+    return epochs, [statistics.mean(c[e] for c in curves if e in c) for e in epochs]
+
+
+def curve_groups(runs: list[dict]) -> dict[tuple, dict[str, tuple[list[int], list[float]]]]:
+    """``{(panel, line): {"train_loss": (epochs, means), "val_acc": (epochs, means)}}`` from each run's
+    ``metrics.csv``, seeds averaged. Panels are the table's rows and lines its graphs when graphs vary (a
+    graph keeps its colour across panels); otherwise one panel, a line per setting."""
+    row_factors, rows, cols = _layout(runs)
+    per_line: dict[tuple, list[dict[str, dict[int, float]]]] = {}
+    for r in runs:
         metrics = Path(r["_path"]) / "metrics.csv"
         if not metrics.is_file():
             continue
         with open(metrics) as f:
-            rows = list(csv.DictReader(f))
-        epochs = [int(m["epoch"]) for m in rows]
-        loss_ax.plot(epochs, [float(m["train_loss"]) for m in rows], label=label(r) or "run")
-        acc_ax.plot(epochs, [float(m["val_acc"]) for m in rows], label=label(r) or "run")
-    loss_ax.set(xlabel="epoch", ylabel="training loss")
-    acc_ax.set(xlabel="epoch", ylabel="validation accuracy")
-    for ax in (loss_ax, acc_ax):
-        ax.grid(alpha=0.3)
-    acc_ax.legend(fontsize=7, loc="best")
+            rows_csv = list(csv.DictReader(f))
+        series = {k: {int(m["epoch"]): float(m[k]) for m in rows_csv} for k in ("train_loss", "val_acc")}
+        row = tuple(r["_settings"].get(f, "–") for f in row_factors)
+        key = (", ".join(row), r["graph"]) if cols else ("", label(r) or "all")
+        per_line.setdefault(key, []).append(series)
+    order = {k: i for i, k in enumerate(", ".join(row) for row in rows)} if cols else {"": 0}
+    lines = sorted(per_line, key=lambda k: (order.get(k[0], 0), _sort_key(k[1], GRAPHS)))
+    return {
+        k: {name: _mean_by_epoch([s[name] for s in per_line[k]]) for name in ("train_loss", "val_acc")} for k in lines
+    }
+
+
+def plot_curves(runs: list[dict], path: Path) -> Path:
+    """Training loss and validation accuracy by epoch, seeds averaged (from ``metrics.csv``): a row of two
+    panels per table row when graphs vary (one line per graph), else one row with a line per run setting."""
+    plt = pyplot()
+    groups = curve_groups(runs)
+    panels = list(dict.fromkeys(p for p, _ in groups)) or [""]
+    fig, axes = plt.subplots(len(panels), 2, figsize=(10, 2.6 * len(panels) + 0.8), sharex=True, squeeze=False)
+    graphs = list(dict.fromkeys(line for _, line in groups))
+    colours = {g: f"C{i % 10}" for i, g in enumerate(graphs)}
+    for (panel, line), series in groups.items():
+        loss_ax, acc_ax = axes[panels.index(panel)]
+        for ax, name in ((loss_ax, "train_loss"), (acc_ax, "val_acc")):
+            ax.plot(*series[name], label=line, color=colours[line], marker=".", markersize=3)
+    for (loss_ax, acc_ax), panel in zip(axes, panels):
+        loss_ax.set(ylabel="training loss", title=panel)
+        acc_ax.set(ylabel="validation accuracy", title=panel)
+        for ax in (loss_ax, acc_ax):
+            ax.grid(alpha=0.3)
+    for ax in axes[-1]:
+        ax.set_xlabel("epoch")
+    handles = {h.get_label(): h for row in axes for h in row[1].get_lines()}
+    many = len(handles) > 12
+    fig.legend(
+        handles.values(),
+        handles.keys(),
+        loc="center left",
+        bbox_to_anchor=(1.0, 0.5),
+        fontsize=7,
+        ncol=2 if many else 1,
+        title="graph" if len(panels) > 1 or panels[0] else None,
+    )
+    fig.suptitle("mean over seeds", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 

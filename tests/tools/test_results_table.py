@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from tools.results_table import main
 
 
@@ -42,3 +44,32 @@ def test_empty_directory_is_an_error(tmp_path, capsys):
     assert main([str(tmp_path)]) == 2
     assert "no results.json" in capsys.readouterr().err
     assert main([str(tmp_path / "missing")]) == 2
+
+
+def write_curve(root, name, model, graph, seed, losses, accs):
+    """A run with a ``metrics.csv`` and the overrides that name its cell."""
+    write_run(root, name, model, graph, accs[-1])
+    (root / name / ".hydra").mkdir()
+    (root / name / ".hydra" / "overrides.yaml").write_text(f"- model={model}\n- graph={graph}\n- seed={seed}\n")
+    rows = "".join(f"{e},{l},{a}\n" for e, (l, a) in enumerate(zip(losses, accs), start=1))
+    (root / name / "metrics.csv").write_text("epoch,train_loss,val_acc\n" + rows)
+
+
+def test_curves_average_seeds_one_line_per_graph_in_each_models_panel(tmp_path):
+    """A grid of 2 models x 2 graphs x 2 seeds draws 4 lines (not 8), each the per-epoch mean of its seeds;
+    a seed that stopped early leaves the later epochs to the other seed."""
+    from tools.results_table import collect, curve_groups, plot_curves
+
+    write_curve(tmp_path, "0", "gat", "dep", 0, [2.0, 1.0, 0.5], [0.2, 0.4, 0.6])
+    write_curve(tmp_path, "1", "gat", "dep", 1, [1.0, 0.0], [0.4, 0.6])
+    write_curve(tmp_path, "2", "gat", "none", 0, [3.0, 2.0], [0.1, 0.2])
+    write_curve(tmp_path, "3", "gcn", "dep", 0, [1.0, 1.0], [0.5, 0.5])
+    write_curve(tmp_path, "4", "gcn", "none", 0, [1.0, 1.0], [0.3, 0.3])
+    write_curve(tmp_path, "5", "gcn", "none", 1, [3.0, 3.0], [0.5, 0.7])
+    groups = curve_groups(collect(tmp_path))
+    assert list(groups) == [("gcn", "dep"), ("gcn", "none"), ("gat", "dep"), ("gat", "none")]
+    assert groups[("gat", "dep")]["train_loss"] == ([1, 2, 3], [1.5, 0.5, 0.5])
+    epochs, accs = groups[("gcn", "none")]["val_acc"]
+    assert epochs == [1, 2] and accs == pytest.approx([0.4, 0.5])
+    out = plot_curves(collect(tmp_path), tmp_path / "c.png")
+    assert out.stat().st_size > 1000
