@@ -3,8 +3,9 @@
 :func:`run` is four stages, each a function below, in the order they run:
   1. data     generate / read the splits, build the vocabulary and one graph per sentence (once, or per
               batch where the memory plan says a split would not fit), and the loaders
-  2. model    the encoder named by ``model=`` (gcn | gat | transformer | ...) with its aggregator; AdamW
-              with linear warmup + cosine decay; DistributedDataParallel under torchrun
+  2. model    the encoder named by ``model=`` (gcn | gat | transformer | ...) with its aggregator; the
+              optimiser ``optim=`` names (adamw | adagrad) with linear warmup + cosine decay;
+              DistributedDataParallel under torchrun
   3. fit      train with gradient clipping, validate every epoch, keep the best checkpoint by validation
               accuracy and the last one, from which ``trainer.resume`` goes on after a crash
   4. test     reload the best checkpoint, score the test split, write ``results.json``
@@ -49,7 +50,7 @@ from engine.config import check_config, exit_on_user_error
 from engine.distributed import World, finish, start_devices
 from engine.evaluation import predict, summarize
 from engine.io import write_json
-from engine.loop import EpochSettings, make_schedule, train_epoch
+from engine.loop import EpochSettings, make_optimizer, make_schedule, train_epoch
 from engine.memory import memory_plan
 from engine.tracking import Tracker
 from models.embeddings import embedding_summary
@@ -110,19 +111,17 @@ def build_data(cfg: DictConfig, devices: Devices, world: World) -> Data:
 
 
 def build_training(cfg: DictConfig, model_cfg, data: Data, device: torch.device, world: World) -> Training:
-    """The model ``model=`` names (built by its family from ``model_cfg``, its typed config), and AdamW with a
-    linear warmup + cosine (or, ``optim.schedule=linear``, linear) decay over every step of the run."""
+    """The model ``model=`` names (built by its family from ``model_cfg``, its typed config), and the optimiser
+    ``optim=`` names (AdamW or Adagrad) with a linear warmup + cosine (or, ``optim.schedule=linear``, linear) decay
+    over every step of the run."""
     core = models.build_model(model_cfg, data.vocab, data.num_classes, data.construction).to(device)
     ddp_devices = [device] if device.type == "cuda" else None
     model = core if world.size == 1 else DistributedDataParallel(core, device_ids=ddp_devices)
     num_params = sum(p.numel() for p in core.parameters())
     log.info("model: %s, %d parameters, device %s", cfg.model.name, num_params, device)
-    optim = cfg.optim
-    optimizer = torch.optim.AdamW(
-        model.parameters(), lr=float(optim.lr), betas=tuple(optim.betas), weight_decay=float(optim.weight_decay)
-    )
+    optimizer = make_optimizer(model.parameters(), cfg.optim)
     total_steps = int(cfg.trainer.max_epochs) * len(data.train_loader)
-    scheduler = make_schedule(optimizer, total_steps, optim)
+    scheduler = make_schedule(optimizer, total_steps, cfg.optim)
     return Training(core, model, optimizer, scheduler, num_params)
 
 

@@ -64,6 +64,29 @@ def warmup_linear(optimizer: torch.optim.Optimizer, total_steps: int, warmup_rat
 SCHEDULES = {"cosine": warmup_cosine, "linear": warmup_linear}  # optim.schedule
 
 
+def adamw(params, optim) -> torch.optim.Optimizer:
+    """AdamW (decoupled weight decay): ``optim.lr``, ``optim.betas``, ``optim.weight_decay``."""
+    return torch.optim.AdamW(
+        params, lr=float(optim.lr), betas=tuple(optim.betas), weight_decay=float(optim.weight_decay)
+    )
+
+
+def adagrad(params, optim) -> torch.optim.Optimizer:
+    """Adagrad, Tai et al. (2015)'s optimiser: ``optim.lr``, and ``optim.weight_decay`` as an L2 penalty added to
+    every gradient (their 1e-4), not decoupled as AdamW's."""
+    return torch.optim.Adagrad(params, lr=float(optim.lr), weight_decay=float(optim.weight_decay))
+
+
+OPTIMISERS = {"adamw": adamw, "adagrad": adagrad}  # optim.name
+
+
+def make_optimizer(params, optim) -> torch.optim.Optimizer:
+    """The optimiser ``optim.name`` names, over ``params``."""
+    if optim.name not in OPTIMISERS:
+        raise ValueError(f"unknown optim.name {optim.name!r}; valid: {', '.join(OPTIMISERS)}")
+    return OPTIMISERS[optim.name](params, optim)
+
+
 def make_schedule(optimizer: torch.optim.Optimizer, total_steps: int, optim) -> torch.optim.lr_scheduler.LambdaLR:
     """``optim.schedule`` (cosine | linear) with ``optim.warmup_ratio`` and ``optim.min_lr_ratio``."""
     name = optim.get("schedule", "cosine")

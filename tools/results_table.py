@@ -249,9 +249,13 @@ def _plot_breakdown(runs: list[dict], path: Path, points, xlabel: str, tick_name
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("test accuracy")
     handles = {h.get_label(): h for ax in axes[0] for h in ax.get_lines()}  # every graph once, whichever panel has it
-    axes[0][-1].legend(handles.values(), handles.keys(), title="graph" if cols else None, fontsize=8)
+    title = "graph" if cols else None
+    if cols or len(handles) <= 4 and max(map(len, handles), default=0) <= 24:  # short: inside the last panel
+        axes[0][-1].legend(handles.values(), handles.keys(), title=title, fontsize=8)
+    else:  # many or long run names: beside the panels, never over the points
+        fig.legend(handles.values(), handles.keys(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 

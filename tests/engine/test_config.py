@@ -36,7 +36,7 @@ def test_unknown_group_value_lists_the_valid_ones(group, valid, tmp_path):
         ("model.readout=bogus", "unknown model.readout 'bogus'; valid: mean, root, cls"),
         ("model.positional=bogus", "valid: sinusoidal, none"),
         ("device=tpu", "valid: auto, cpu, cuda"),
-        ("optim.name=sgd", "unknown optim.name 'sgd'; valid: adamw"),
+        ("optim.name=sgd", "unknown optim.name 'sgd'; valid: adamw, adagrad"),
         ("logger.mode=sometimes", "valid: auto, online, offline, disabled"),
         ("trainer.max_epochs=0", "trainer.max_epochs must be an integer >= 1, got 0"),
         ("trainer.max_epochs=abc", "trainer.max_epochs must be an integer >= 1, got 'abc'"),

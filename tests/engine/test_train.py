@@ -100,3 +100,32 @@ def test_device_choice():
         assert pick_device("auto").type == "cpu"
     with pytest.raises(ValueError, match="valid: auto, cpu, cuda"):
         pick_device("tpu")
+
+
+def test_optim_adagrad_is_tai_et_al_s_optimiser_at_a_constant_rate(tmp_path, tiny_overrides):
+    """``optim=adagrad`` builds torch's Adagrad with the config's lr and L2 penalty, its schedule keeps the
+    learning rate constant, the optimiser state in the checkpoint is Adagrad's (a sum of squared gradients),
+    and a short run learns."""
+    from engine.loop import make_optimizer, make_schedule
+
+    cfg = compose_config(tiny_overrides + ["optim=adagrad", "trainer.max_epochs=3"])
+    params = [torch.nn.Parameter(torch.ones(3))]
+    opt = make_optimizer(params, cfg.optim)
+    assert type(opt) is torch.optim.Adagrad
+    assert (opt.defaults["lr"], opt.defaults["weight_decay"]) == (0.05, 1e-4)
+    sched = make_schedule(opt, 50, cfg.optim)
+    lrs = []
+    for step in range(50):
+        lrs.append(sched.get_last_lr()[0])
+        params[0].grad = torch.ones(3)
+        opt.step()
+        sched.step()
+        if step == 0:  # Adagrad's first step moves each weight by lr * g / |g|: by lr, whatever the gradient
+            assert params[0].detach() == pytest.approx(torch.full((3,), 0.95), abs=1e-6)
+    assert lrs == [0.05] * 50
+    assert run(cfg, tmp_path)["epochs"] == 3
+    rows = epoch_rows(tmp_path)
+    assert float(rows[-1]["train_loss"]) < float(rows[0]["train_loss"]), rows
+    state = torch.load(tmp_path / "checkpoints" / "last.pt", weights_only=True)["optimizer"]["state"]
+    assert all("sum" in s for s in state.values()), "not Adagrad's state"
+    assert all(float(r["lr"]) == pytest.approx(0.05) for r in rows)

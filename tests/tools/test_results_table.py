@@ -51,7 +51,7 @@ def write_curve(root, name, model, graph, seed, losses, accs):
     write_run(root, name, model, graph, accs[-1])
     (root / name / ".hydra").mkdir()
     (root / name / ".hydra" / "overrides.yaml").write_text(f"- model={model}\n- graph={graph}\n- seed={seed}\n")
-    rows = "".join(f"{e},{l},{a}\n" for e, (l, a) in enumerate(zip(losses, accs), start=1))
+    rows = "".join(f"{e},{loss},{a}\n" for e, (loss, a) in enumerate(zip(losses, accs), start=1))
     (root / name / "metrics.csv").write_text("epoch,train_loss,val_acc\n" + rows)
 
 
