@@ -9,8 +9,12 @@ Runs are told apart by their command-line overrides (``.hydra/overrides.yaml``: 
 factors (settings made inside an experiment file are told apart by the experiment's name).
 ``graph`` becomes the columns when it varies, the other factors the rows; runs that differ only
 in ``seed`` are averaged (mean ± std). Tables: test accuracy, training time and throughput,
-accuracy by ListOps tree depth (``--plot`` draws it); ``--curves`` plots each run's training loss
-and validation accuracy by epoch from its ``metrics.csv``.
+accuracy by ListOps tree depth (``--plot`` draws it); ``--curves`` plots the training loss and
+validation accuracy by epoch from the runs' ``metrics.csv``, seeds averaged.
+
+``--out`` rewrites the generated tables and keeps what a person wrote below them: everything from the
+file's first ``## `` heading on (the tables themselves never use one), so rerunning an experiment
+refreshes its numbers without deleting the analysis that reads them.
 """
 
 from __future__ import annotations
@@ -338,6 +342,16 @@ def plot_curves(runs: list[dict], path: Path) -> Path:
     return path
 
 
+def written_analysis(path: Path) -> str:
+    """What a person wrote below the generated tables of ``path``: its text from the first line starting
+    with ``## `` to the end ("" when the file or such a heading is missing)."""
+    if not path.is_file():
+        return ""
+    lines = path.read_text().splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.startswith("## ")), None)
+    return "" if start is None else "".join(lines[start:])
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path, help="a directory holding results.json files (searched recursively)")
@@ -365,7 +379,10 @@ def main(argv=None) -> int:
         )
     print(text)
     if args.out:
-        args.out.write_text(text + "\n")
+        analysis = written_analysis(args.out)
+        args.out.write_text(text + "\n" + (f"\n{analysis}" if analysis else ""))
+        if analysis:
+            print(f"kept the written analysis of {args.out} ({analysis.count(chr(10))} lines from its first '## ')")
     if args.plot:
         print(f"saved {plot_by_depth(runs, args.plot)}")
     if args.curves:

@@ -73,3 +73,20 @@ def test_curves_average_seeds_one_line_per_graph_in_each_models_panel(tmp_path):
     assert epochs == [1, 2] and accs == pytest.approx([0.4, 0.5])
     out = plot_curves(collect(tmp_path), tmp_path / "c.png")
     assert out.stat().st_size > 1000
+
+
+def test_rerunning_keeps_the_analysis_written_below_the_tables(tmp_path, capsys):
+    """``--out`` on an existing page refreshes the tables and keeps every line from its first '## ' heading:
+    a rerun experiment must not delete the prose that reads its numbers."""
+    out = tmp_path / "page.md"
+    write_run(tmp_path / "runs", "a", "gat", "tree", 0.75)
+    assert main([str(tmp_path / "runs"), "--out", str(out)]) == 0
+    analysis = "## What was run, and the answer\n\nGAT on the tree: 0.750.\n\n## Runs\n\n- a\n"
+    out.write_text(out.read_text() + "\n" + analysis)
+    write_run(tmp_path / "runs", "b", "gat", "tree", 0.25)  # a second seed changes the table
+    assert main([str(tmp_path / "runs"), "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "| all | 0.500 ± 0.354 (n=2) |" in text and "| all | 0.750 |" not in text
+    assert text.endswith("\n\n" + analysis)
+    assert text.count("## What was run") == 1
+    assert "kept the written analysis" in capsys.readouterr().out
