@@ -254,7 +254,7 @@ def _plot_breakdown(runs: list[dict], path: Path, points, xlabel: str, tick_name
     axes[0][0].set_ylabel("test accuracy")
     handles = {h.get_label(): h for ax in axes[0] for h in ax.get_lines()}  # every graph once, whichever panel has it
     title = "graph" if cols else None
-    if cols or len(handles) <= 4 and max(map(len, handles), default=0) <= 24:  # short: inside the last panel
+    if cols or (len(handles) <= 4 and max(map(len, handles), default=0) <= 24):  # short: inside the last panel
         axes[0][-1].legend(handles.values(), handles.keys(), title=title, fontsize=8)
     else:  # many or long run names: beside the panels, never over the points
         fig.legend(handles.values(), handles.keys(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7)
@@ -333,7 +333,7 @@ def plot_curves(runs: list[dict], path: Path) -> Path:
         bbox_to_anchor=(1.0, 0.5),
         fontsize=7,
         ncol=2 if many else 1,
-        title="graph" if len(panels) > 1 or panels[0] else None,
+        title=None if panels == [""] else "graph",  # lines are graphs exactly when there are named panels
     )
     fig.suptitle("mean over seeds", fontsize=9)
     fig.tight_layout()
