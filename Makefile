@@ -72,7 +72,7 @@ bench: install ## the hardware lottery (sparse vs dense), the recursive models' 
 	$(PYTHON) -m bench.scaling
 	$(PYTHON) -m bench.pretrained
 
-notebooks: install ## tutorials/*.py -> tutorials/notebooks/*.ipynb, executed in .venv's kernel (outputs and figures in; not committed)
+notebooks: install ## tutorials/*.py -> tutorials/*.ipynb, executed in .venv's kernel (outputs and figures in; not committed)
 	$(PYTHON) -m tools.site notebooks
 
 docs: notebooks ## the tutorial website -> build/site/index.html (executed tutorials, docs/*.md, MathML equations; offline, ~1 min)

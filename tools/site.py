@@ -4,7 +4,7 @@ The site is made from the repository's own files, nothing is written by hand for
 
 * ``README.md`` becomes the entry page, ``docs/*.md`` the experiment pages (with ``docs/results``
   and ``docs/figures`` beside them), ``tutorials/README.md`` the tutorial index;
-* the six tutorials come from ``tutorials/notebooks/*.ipynb``, the notebooks ``make notebooks``
+* the six tutorials come from ``tutorials/*.ipynb``, the notebooks ``make notebooks``
   has just *executed*, so every page shows the code, its printed output and its figures;
 * every equation (``$...$`` and ``$$...$$`` in a notebook's markdown) is turned into MathML here,
   at build time, so the browser typesets it with no JavaScript and no network;
@@ -32,7 +32,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGE = ROOT / "build" / "site_src"
-NOTEBOOKS = ROOT / "tutorials" / "notebooks"
+# beside their scripts: the kernel starts there, where `from _setup import ROOT` finds the helper
+NOTEBOOKS = ROOT / "tutorials"
 
 LINK = re.compile(r"(!?\[[^\]]*\]\()([^)\s]+)(\))")
 FENCED = re.compile(r"(^```.*?^```)", re.S | re.M)  # links are rewritten outside fenced blocks
@@ -234,7 +235,7 @@ def stage(out: Path = STAGE) -> Stager:
 
 
 def execute_notebooks(scripts: list[Path] | None = None) -> None:
-    """tutorials/NN_*.py -> tutorials/notebooks/NN_*.ipynb, executed in a Jupyter kernel (the
+    """tutorials/NN_*.py -> tutorials/NN_*.ipynb (git-ignored), executed in a Jupyter kernel (the
     ipykernel of this environment), so the notebooks open with their outputs and figures."""
     scripts = scripts or sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.py"))
     NOTEBOOKS.mkdir(parents=True, exist_ok=True)
@@ -249,7 +250,7 @@ def execute_notebooks(scripts: list[Path] | None = None) -> None:
     env.pop("MPLBACKEND", None)  # the kernel's inline backend draws the figures into the notebook
     for script in scripts:
         started = time.monotonic()
-        command = [sys.executable, "-m", "jupytext", "--quiet", "--to", "notebooks//ipynb", "--execute", str(script)]
+        command = [sys.executable, "-m", "jupytext", "--quiet", "--to", "ipynb", "--execute", str(script)]
         done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
         if done.returncode != 0:
             raise SiteError(f"{script.name} failed in the kernel:\n{done.stderr[-3000:]}")

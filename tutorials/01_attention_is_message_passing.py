@@ -32,26 +32,18 @@
 # and then with the repository's `models.aggregators.DotProductAttention`.
 
 # %%
-import os
-import sys
-from pathlib import Path
+from _setup import ROOT  # tutorials/_setup.py: the repository importable, DGL on PyTorch, offline
 
-# the repository root, above this script (or, in Jupyter, above the working directory)
-HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
-ROOT = next(p for p in (HERE, *HERE.parents) if (p / "models" / "aggregators.py").is_file())
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DGLBACKEND", "pytorch")
+import dgl
+import dgl.function as fn
+import torch
+import torch.nn.functional as F
+from dgl.nn.functional import edge_softmax
 
-import dgl  # noqa: E402
-import dgl.function as fn  # noqa: E402
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from dgl.nn.functional import edge_softmax  # noqa: E402
-
-from data.graphs import complete_edges, tree_edges  # noqa: E402
-from data.listops import parse  # noqa: E402
-from models.aggregators import DotProductAttention  # noqa: E402
-from models.dense import to_dense  # noqa: E402
+from data.graphs import complete_edges, tree_edges
+from data.listops import parse
+from models.aggregators import DotProductAttention
+from models.dense import to_dense
 
 torch.manual_seed(0)
 TOL = 1e-5

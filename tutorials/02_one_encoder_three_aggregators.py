@@ -31,24 +31,16 @@
 # one constructor argument, a key of `models.aggregators.AGGREGATORS`.
 
 # %%
-import os
-import sys
-from pathlib import Path
+from _setup import ROOT  # noqa: F401  tutorials/_setup.py: the repository importable, DGL on PyTorch, offline
 
-# the repository root, above this script (or, in Jupyter, above the working directory)
-HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
-ROOT = next(p for p in (HERE, *HERE.parents) if (p / "models" / "aggregators.py").is_file())
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DGLBACKEND", "pytorch")
+import dgl
+import torch
 
-import dgl  # noqa: E402
-import torch  # noqa: E402
-
-from data.graphs import GraphConstruction  # noqa: E402
-from data.listops import NUM_CLASSES, generate  # noqa: E402
-from data.vocab import Vocab  # noqa: E402
-from models.aggregators import AGGREGATORS  # noqa: E402
-from models.encoder import GraphEncoder  # noqa: E402
+from data.graphs import GraphConstruction
+from data.listops import NUM_CLASSES, generate
+from data.vocab import Vocab
+from models.aggregators import AGGREGATORS
+from models.encoder import GraphEncoder
 
 torch.manual_seed(0)
 TOL = 1e-5

@@ -30,32 +30,18 @@
 # give a model structure: **positional encodings computed from a graph** (Dwivedi et al., 2020).
 
 # %%
-import os
-import sys
-from pathlib import Path
+from _setup import OUT, ROOT  # tutorials/_setup.py: the repository importable, DGL on PyTorch, offline
 
-# the repository root, above this script (or, in Jupyter, above the working directory)
-HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
-ROOT = next(p for p in (HERE, *HERE.parents) if (p / "models" / "aggregators.py").is_file())
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DGLBACKEND", "pytorch")
+import math
 
-import math  # noqa: E402
+import matplotlib.pyplot as plt
+import torch
 
-import matplotlib  # noqa: E402
+from data.graphs import GRAPHS, GraphConstruction, laplacian_pe, random_walk_pe
+from data.listops import generate, parse
+from data.vocab import Vocab
+from models.encoder import sinusoidal_encoding
 
-if "ipykernel" not in sys.modules:  # as a script: files only, no display needed; in Jupyter: inline
-    matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import torch  # noqa: E402
-
-from data.graphs import GRAPHS, GraphConstruction, laplacian_pe, random_walk_pe  # noqa: E402
-from data.listops import generate, parse  # noqa: E402
-from data.vocab import Vocab  # noqa: E402
-from models.encoder import sinusoidal_encoding  # noqa: E402
-
-OUT = ROOT / "tutorials" / "_out"  # git-ignored
-OUT.mkdir(parents=True, exist_ok=True)
 torch.manual_seed(0)
 print("graph constructions:", ", ".join(GRAPHS), "| figures go to", OUT.relative_to(ROOT))
 

@@ -33,25 +33,17 @@
 # `model.impl=auto` rule, and prints the committed, careful measurement.
 
 # %%
-import os
-import sys
-from pathlib import Path
+from _setup import ROOT  # tutorials/_setup.py: the repository importable, DGL on PyTorch, offline
 
-# the repository root, above this script (or, in Jupyter, above the working directory)
-HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
-ROOT = next(p for p in (HERE, *HERE.parents) if (p / "models" / "aggregators.py").is_file())
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DGLBACKEND", "pytorch")
+import statistics
+import time
 
-import statistics  # noqa: E402
-import time  # noqa: E402
+import dgl
+import torch
+from hydra import compose, initialize_config_dir
 
-import dgl  # noqa: E402
-import torch  # noqa: E402
-from hydra import compose, initialize_config_dir  # noqa: E402
-
-from data.graphs import GraphConstruction  # noqa: E402
-from models.encoder import GraphEncoder  # noqa: E402
+from data.graphs import GraphConstruction
+from models.encoder import GraphEncoder
 
 torch.manual_seed(0)
 TOL = 1e-5

@@ -30,25 +30,16 @@
 # end to end.
 
 # %%
-import os
-import sys
+from _setup import ROOT  # tutorials/_setup.py: the repository importable, DGL on PyTorch, offline
+
+import logging
+import tempfile
 from pathlib import Path
 
-# the repository root, above this script (or, in Jupyter, above the working directory)
-HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
-ROOT = next(p for p in (HERE, *HERE.parents) if (p / "models" / "aggregators.py").is_file())
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DGLBACKEND", "pytorch")
-os.environ.setdefault("WANDB_MODE", "disabled")  # nothing here talks to W&B
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+import yaml
+from hydra import compose, initialize_config_dir
 
-import logging  # noqa: E402
-import tempfile  # noqa: E402
-
-import yaml  # noqa: E402
-from hydra import compose, initialize_config_dir  # noqa: E402
-
-from tools.essay import EXPERIMENTS as ESSAY  # noqa: E402
+from tools.essay import EXPERIMENTS as ESSAY
 
 EXPERIMENTS = sorted((ROOT / "conf" / "experiment").glob("*.yaml"))
 print(f"{len(EXPERIMENTS)} experiment configs in conf/experiment/")
@@ -158,10 +149,6 @@ print(f"{len(ANSWERS)} comparisons recomputed, every verdict agrees with the com
 # noise it has to clear. A bar that crosses zero is "no difference measurable here".
 
 # %%
-import matplotlib  # noqa: E402
-
-if "ipykernel" not in sys.modules:  # as a script no display is needed; in Jupyter the figure is inline
-    matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 suites = sorted({key[0] for key in ANSWERS}, key=lambda name: name != "full")

@@ -35,34 +35,19 @@
 #    (Clark et al., 2019, *What Does BERT Look At?*, measured on SST).
 
 # %%
+from _setup import OUT, ROOT  # tutorials/_setup.py: the repository importable, DGL on PyTorch, offline
 import json
-import os
-import sys
 import time
-from pathlib import Path
 
-# the repository root, above this script (or, in Jupyter, above the working directory)
-HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
-ROOT = next(p for p in (HERE, *HERE.parents) if (p / "models" / "aggregators.py").is_file())
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DGLBACKEND", "pytorch")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # transformers reads the package's folder, never the hub
+import dgl
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
 
-import matplotlib  # noqa: E402
+from data.wordpiece import piece_graph
+from models.minilm import build_minilm, load_wordpiece, model_dir
+from tools import pretrained_syntax as ps
 
-if "ipykernel" not in sys.modules:  # as a script: files only, no display needed; in Jupyter: inline
-    matplotlib.use("Agg")
-import dgl  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from data.wordpiece import piece_graph  # noqa: E402
-from models.minilm import build_minilm, load_wordpiece, model_dir  # noqa: E402
-from tools import pretrained_syntax as ps  # noqa: E402
-
-OUT = ROOT / "tutorials" / "_out"  # git-ignored
-OUT.mkdir(parents=True, exist_ok=True)
 torch.set_grad_enabled(False)
 start = time.perf_counter()
 model = build_minilm({}, None).eval()  # the pretrained weights, refused unless the hash matches
