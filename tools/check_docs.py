@@ -29,6 +29,8 @@ import re
 import sys
 from pathlib import Path
 
+from tools import doc_counts  # 4. counts the pages state (configs per group, tutorials, experiments, no test counts)
+
 ROOT = Path(__file__).resolve().parents[1]
 HEADLINE = Path("docs/results/headline.json")
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
@@ -236,7 +238,7 @@ def check_links() -> list[str]:
 
 
 def check() -> list[str]:
-    return check_links() + check_headline() + check_generated()
+    return check_links() + check_headline() + check_generated() + doc_counts.check(ROOT)
 
 
 def main(argv: list[str] | None = None) -> int:
