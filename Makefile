@@ -5,7 +5,7 @@ PYTHON  := $(VENV)/bin/python
 ARGS    ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-all lint format train experiment essay sweep report neural_syntax sst_syntax pretrained_syntax prune_heads evaluate bench notebooks docs docs-check clean clean-cache
+.PHONY: help install test test-all smoke lint format train experiment essay sweep report neural_syntax sst_syntax pretrained_syntax prune_heads evaluate bench notebooks docs docs-check clean clean-cache
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -28,6 +28,9 @@ test: install ## the docs against their evidence (tools.check_docs), then the fa
 
 test-all: install ## run every test, the slow ones too
 	$(PYTHON) -m pytest -q $(ARGS)
+
+smoke: install ## a newcomer's first hour on a clean copy: the quickstart, model=minilm as typed, evaluate.py, tools.embed (tests/test_newcomer.py)
+	$(PYTHON) -m pytest -q -m slow tests/test_newcomer.py $(ARGS)
 
 lint: install ## ruff check + format check
 	$(VENV)/bin/ruff check .
