@@ -23,11 +23,12 @@ Exits non-zero, naming the file, the line and both values, when
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import re
 import sys
 from pathlib import Path
+
+from tools import replay
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADLINE = Path("docs/results/headline.json")
@@ -178,29 +179,170 @@ def check_headline() -> list[str]:
 
 
 def check_generated() -> list[str]:
+    """Every table under docs/results replayed from its committed records, or held to its seal (tools.replay)."""
+    problems, replayed = [], set()
+    for table in replay.tables(ROOT):
+        replayed.add(table.table)
+        problems += replay.compare(ROOT, table)
+    return problems + replay.check_sealed(ROOT, replayed)
+
+
+def table_counts() -> tuple[int, list[str]]:
+    """(tables replayed from records, tables sealed because their per-run records are not committed)."""
+    return len(replay.tables(ROOT)), sorted(replay.read_sealed(ROOT))
+
+
+# ---------------------------------------------------------------- numbers restated in prose
+
+REF = re.compile(r"<!--\s*ref:\s*(.*?)\s*-->")
+RESTATES = re.compile(r"<!--\s*restates:\s*(.*?)\s*-->")
+
+
+def prose_pages() -> list[Path]:
+    """The pages whose prose may restate a result: README, docs/**.md, the tutorials."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *sorted((ROOT / "tutorials").glob("*.py"))]
+
+
+def _label(text: str) -> str:
+    """A row or column name as written, for comparing: no markup, no trailing parenthesis, lower case."""
+    text = re.sub(r"[*`]", "", text).strip()
+    return re.sub(r"\s*\(.*\)$", "", text).strip().lower()
+
+
+def same(written: str, value: str | float) -> bool:
+    """Does ``written`` (a number as the prose gives it) state ``value`` (a number of the evidence), rounded
+    to the digits written, as is or in percent, sign aside (``loses 3.7`` restates ``-3.70``)?"""
+    from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
+
+    w = Decimal(written.replace("−", "-").lstrip("+-"))
+    v = abs(Decimal(str(value).replace("−", "-")))
+    step = Decimal(1).scaleb(w.as_tuple().exponent)
+    return any(
+        (v * scale).quantize(step, rounding=mode) == w
+        for scale in (1, 100)
+        for mode in (ROUND_HALF_UP, ROUND_HALF_EVEN)
+    )
+
+
+def resolve(spec: str, page: str) -> tuple[list[str], str]:
+    """The numbers a reference names, and where: ``FILE > [TABLE TITLE >] ROW > COLUMN[@k]`` for a cell of
+    a markdown table (``@k``: its k-th number, from 0; default all of them, the first must match), or
+    ``FILE > KEY > KEY ...`` for a value of a JSON file."""
+    parts = [p.strip() for p in spec.split(">")]
+    path = ROOT / parts[0]
+    if not path.is_file():
+        raise Problem(f"{page}: a reference names {parts[0]}, which does not exist")
+    if path.suffix == ".json":
+        value = json.loads(path.read_text())
+        for key in parts[1:]:
+            try:
+                value = value[int(key)] if isinstance(value, list) else value[key]
+            except (KeyError, IndexError, ValueError, TypeError):
+                raise Problem(f"{page}: {parts[0]} has no {' > '.join(parts[1:])}") from None
+        if not isinstance(value, (int, float)):
+            raise Problem(f"{page}: {spec} is not a number ({value!r})")
+        return [repr(value)], parts[0]
+    if len(parts) not in (3, 4):
+        raise Problem(f"{page}: reference {spec!r}: write FILE > [TABLE TITLE >] ROW > COLUMN")
+    title, row, col = (parts[1] if len(parts) == 4 else ""), parts[-2], parts[-1]
+    col, _, index = col.partition("@")
+    for table_title, rows in tables(path):
+        if title and title.lower() not in table_title.lower():
+            continue
+        header = [_label(c) for c in rows[0][1]]
+        if _label(col) not in header:
+            continue
+        k = header.index(_label(col))
+        for number, cells in rows[1:]:
+            if _label(cells[0]) == _label(row) and k < len(cells):
+                found = NUMBER.findall(cells[k].replace("−", "-"))
+                if index:
+                    found = found[int(index) : int(index) + 1]
+                return found, f"{parts[0]}:{number}"
+    raise Problem(f"{page}: {parts[0]} has no cell {row!r} / {col!r}" + (f" in table {title!r}" if title else ""))
+
+
+def check_refs() -> list[str]:
+    """Every ``<!-- ref: ... -->``: the number just before it is the cell or JSON value it names."""
     problems = []
-    for data_file in sorted((ROOT / "docs" / "results").rglob("*.json")):
-        table = data_file.with_suffix(".md")
-        if not table.is_file():
+    for path in prose_pages():
+        rel = path.relative_to(ROOT)
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            for m in REF.finditer(line):
+                written = NUMBER.findall(REF.sub("", line[: m.start()]).replace("−", "-"))
+                try:
+                    found, where = resolve(m.group(1), f"{rel}:{number}")
+                except Problem as e:
+                    problems.append(str(e))
+                    continue
+                if not written:
+                    problems.append(f"{rel}:{number}: no number before the reference to {m.group(1)}")
+                elif not found or not same(written[-1], found[0]):
+                    problems.append(f"{rel}:{number}: says {written[-1]}, {where} has {found[0] if found else 'none'}")
+    return problems
+
+
+def _restated_tables(path: Path) -> list[tuple[list[str], list[tuple[int, list[str]]]]]:
+    """The tables of a page that follow a ``<!-- restates: FILE[, FILE] [> TABLE TITLE] -->`` line."""
+    out, sources, rows = [], None, []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if line.startswith("|") and sources is not None:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not all(set(c) <= set("-: ") for c in cells):
+                rows.append((number, cells))
             continue
-        try:
-            writer = importlib.import_module(f"tools.{data_file.stem}")
-        except ModuleNotFoundError:
-            continue
-        if not hasattr(writer, "table_from_json"):
-            continue
-        want = writer.table_from_json(json.loads(data_file.read_text())).splitlines()
-        have = table.read_text().splitlines()
-        rel = table.relative_to(ROOT)
-        for k in range(max(len(have), len(want))):
-            a = have[k] if k < len(have) else "(missing)"
-            b = want[k] if k < len(want) else "(missing)"
-            if a != b:
-                problems.append(
-                    f"{rel}:{k + 1}: has {a!r}, tools.{data_file.stem}.table_from_json("
-                    f"{data_file.relative_to(ROOT)}) writes {b!r}"
-                )
-                break
+        if rows:
+            out.append((sources, rows))
+            sources, rows = None, []
+        m = RESTATES.search(line)
+        if m:
+            sources = [s.strip() for s in m.group(1).split(",")]
+    if rows:
+        out.append((sources, rows))
+    return out
+
+
+def check_restated() -> list[str]:
+    """Every cell of a restated table states a cell of its source (at the same row and column, else anywhere
+    in it), rounded as written."""
+    problems = []
+    for path in prose_pages():
+        rel = path.relative_to(ROOT)
+        for sources, rows in _restated_tables(path):
+            cells = []  # every (row label, column label, numbers, where) of the sources
+            for source in sources:
+                file, _, title = (p.strip() for p in source.partition(">"))
+                if not (ROOT / file).is_file():
+                    problems.append(f"{rel}:{rows[0][0]}: restates {file}, which does not exist")
+                    continue
+                for table_title, trows in tables(ROOT / file):
+                    if title and title.lower() not in table_title.lower():
+                        continue
+                    head = trows[0][1]
+                    for number, tcells in trows[1:]:
+                        for k, cell in enumerate(tcells[1:], start=1):
+                            label = head[k] if k < len(head) else ""
+                            found = NUMBER.findall(cell.replace("−", "-"))
+                            cells.append((_label(tcells[0]), _label(label), found, f"{file}:{number}"))
+            head = rows[0][1]
+            for number, wcells in rows[1:]:
+                for k, cell in enumerate(wcells[1:], start=1):
+                    written = NUMBER.findall(cell.replace("−", "-"))
+                    if not written:
+                        continue
+                    labels = {_label(wcells[0]), _label(head[k]) if k < len(head) else ""}
+
+                    def states(found, written=written):
+                        return len(found) >= len(written) and all(map(same, written, found))
+
+                    at = [c for c in cells if {c[0], c[1]} == labels]
+                    if any(states(c[2]) for c in at) or (not at and any(states(c[2]) for c in cells)):
+                        continue
+                    near = f", {at[0][3]} has {' '.join(at[0][2]) or 'none'}" if at else ""
+                    problems.append(
+                        f"{rel}:{number}: restated cell {wcells[0]!r} / {head[k] if k < len(head) else '?'!r} "
+                        f"says {cell!r}, which no cell of {', '.join(sources)} states{near}"
+                    )
     return problems
 
 
@@ -236,12 +378,18 @@ def check_links() -> list[str]:
 
 
 def check() -> list[str]:
-    return check_links() + check_headline() + check_generated()
+    return check_links() + check_headline() + check_generated() + check_refs() + check_restated()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write-headline", action="store_true", help="read the numbers again, rewrite README")
+    parser.add_argument(
+        "--seal",
+        nargs=2,
+        metavar=("TABLE", "RERUN"),
+        help="hold a table whose per-run records are lost to its rows as they are now (RERUN: the command)",
+    )
     args = parser.parse_args(argv)
     if args.write_headline:
         try:
@@ -249,9 +397,17 @@ def main(argv: list[str] | None = None) -> int:
         except Problem as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
+    if args.seal:
+        replay.seal(ROOT, args.seal[0], args.seal[1])
+        print(f"sealed the table rows of {args.seal[0]} in {replay.SEALED}")
     problems = check()
     for p in problems:
         print(p)
+    replayed, sealed = table_counts()
+    print(
+        f"check_docs: {replayed} tables replayed from committed records, {len(sealed)} without per-run records "
+        f"(sealed: {replay.SEALED})"
+    )
     print(f"check_docs: {len(problems)} problem(s)" if problems else "check_docs: the docs agree with their evidence")
     return 1 if problems else 0
 

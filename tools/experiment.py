@@ -13,7 +13,10 @@ other into the experiment's sweep directory, and one table is made of them all:
       - model=transformer,gat,gcn graph=complete,tree,dep seed=0,1,2
       - model=treelstm graph=tree,dep seed=0,1,2
 
-The table is ``python -m tools.results_table multirun/E`` into ``docs/results/E.md`` with its plots.
+Every run's slim record goes into ``docs/results/runs/E.jsonl`` (``tools.records``: a rerun replaces its own
+lines only), and the table is ``python -m tools.results_table docs/results/runs/E.jsonl`` into
+``docs/results/E.md`` with its plots, drawn from those committed records (``--table-only`` without
+``multirun/E`` draws them again from the records alone; ``tools.check_docs`` replays the table).
 ``experiment_then: <module> <args>`` runs one more analysis of the runs after it
 (``long_range.yaml``: ``tools.long_range``, which scores every run on longer expressions); a list of
 such lines runs each in order (``neural_syntax.yaml``: the attention analysis of each seed).
@@ -37,6 +40,8 @@ import time
 from pathlib import Path
 
 import yaml
+
+from tools import records, replay
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -108,7 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     command = shlex.join(
         ["make", "experiment", f"E={args.name}", *([f"ARGS={' '.join(args.overrides)}"] if args.overrides else [])]
     )
-    table = [sys.executable, "-m", "tools.results_table", f"multirun/{name}", f"--command={command}"]
+    if (ROOT / "multirun" / name).is_dir():  # the runs' slim records, committed: the table is drawn from them
+        print(f"records: {records.write_from_runs(ROOT / 'multirun' / name, name).relative_to(ROOT)}", flush=True)
+        if replay.unseal(ROOT, f"docs/results/{name}.md"):  # replayed from its records from now on
+            print(f"docs/results/{name}.md: seal dropped from {replay.SEALED}", flush=True)
+    elif not records.read(name):
+        print(f"error: no runs under multirun/{name} and no records in {records.RUNS}/{name}.jsonl; run it first")
+        return 1
+    table = [sys.executable, "-m", "tools.results_table", f"{records.RUNS}/{name}.jsonl", f"--command={command}"]
     own = read(args.name).get("experiment_table")  # an experiment whose committed table another tool writes
     results, figures = (
         (own.replace("{suite_dir}", prefix), own.replace("{suite_dir}", prefix))
