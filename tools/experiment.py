@@ -117,9 +117,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"records: {records.write_from_runs(ROOT / 'multirun' / name, name).relative_to(ROOT)}", flush=True)
         if replay.unseal(ROOT, f"docs/results/{name}.md"):  # replayed from its records from now on
             print(f"docs/results/{name}.md: seal dropped from {replay.SEALED}", flush=True)
-    elif not records.read(name):
-        print(f"error: no runs under multirun/{name} and no records in {records.RUNS}/{name}.jsonl; run it first")
-        return 1
     table = [sys.executable, "-m", "tools.results_table", f"{records.RUNS}/{name}.jsonl", f"--command={command}"]
     own = read(args.name).get("experiment_table")  # an experiment whose committed table another tool writes
     results, figures = (
