@@ -194,7 +194,7 @@ def table_counts() -> tuple[int, list[str]]:
 
 # ---------------------------------------------------------------- numbers restated in prose
 
-REF = re.compile(r"<!--\s*ref:\s*(.*?)\s*-->")
+REF = re.compile(r"<!--\s*ref:\s*(.*?)\s*-->|#\s*ref:\s*(.*?)\s*$")  # markdown, or a Python line's comment
 RESTATES = re.compile(r"<!--\s*restates:\s*(.*?)\s*-->")
 
 
@@ -211,7 +211,7 @@ def _label(text: str) -> str:
 
 def same(written: str, value: str | float) -> bool:
     """Does ``written`` (a number as the prose gives it) state ``value`` (a number of the evidence), rounded
-    to the digits written, as is or in percent, sign aside (``loses 3.7`` restates ``-3.70``)?"""
+    to the digits written, as is, in percent or as a fraction of one, sign aside (``loses 3.7`` restates ``-3.70``)?"""
     from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 
     w = Decimal(written.replace("−", "-").lstrip("+-"))
@@ -219,14 +219,15 @@ def same(written: str, value: str | float) -> bool:
     step = Decimal(1).scaleb(w.as_tuple().exponent)
     return any(
         (v * scale).quantize(step, rounding=mode) == w
-        for scale in (1, 100)
+        for scale in (1, 100, Decimal("0.01"))
         for mode in (ROUND_HALF_UP, ROUND_HALF_EVEN)
     )
 
 
 def resolve(spec: str, page: str) -> tuple[list[str], str]:
     """The numbers a reference names, and where: ``FILE > [TABLE TITLE >] ROW > COLUMN[@k]`` for a cell of
-    a markdown table (``@k``: its k-th number, from 0; default all of them, the first must match), or
+    a markdown table (``@k``: its k-th number, from 0, else its first; ``ROW`` may name the leading cells of
+    a row, ``;`` between them), or
     ``FILE > KEY > KEY ...`` for a value of a JSON file."""
     parts = [p.strip() for p in spec.split(">")]
     path = ROOT / parts[0]
@@ -253,8 +254,9 @@ def resolve(spec: str, page: str) -> tuple[list[str], str]:
         if _label(col) not in header:
             continue
         k = header.index(_label(col))
+        keys = [_label(key) for key in row.split(";")]  # "graph_choice; transformer: tree - complete"
         for number, cells in rows[1:]:
-            if _label(cells[0]) == _label(row) and k < len(cells):
+            if [_label(c) for c in cells[: len(keys)]] == keys and k < len(cells):
                 found = NUMBER.findall(cells[k].replace("−", "-"))
                 if index:
                     found = found[int(index) : int(index) + 1]
@@ -269,14 +271,15 @@ def check_refs() -> list[str]:
         rel = path.relative_to(ROOT)
         for number, line in enumerate(path.read_text().splitlines(), start=1):
             for m in REF.finditer(line):
+                spec = m.group(1) or m.group(2)
                 written = NUMBER.findall(REF.sub("", line[: m.start()]).replace("−", "-"))
                 try:
-                    found, where = resolve(m.group(1), f"{rel}:{number}")
+                    found, where = resolve(spec, f"{rel}:{number}")
                 except Problem as e:
                     problems.append(str(e))
                     continue
                 if not written:
-                    problems.append(f"{rel}:{number}: no number before the reference to {m.group(1)}")
+                    problems.append(f"{rel}:{number}: no number before the reference to {spec}")
                 elif not found or not same(written[-1], found[0]):
                     problems.append(f"{rel}:{number}: says {written[-1]}, {where} has {found[0] if found else 'none'}")
     return problems
