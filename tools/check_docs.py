@@ -203,6 +203,19 @@ def prose_pages() -> list[Path]:
     return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *sorted((ROOT / "tutorials").glob("*.py"))]
 
 
+def prose_lines(path: Path) -> list[tuple[int, str]]:
+    """``(line number, text)`` of a page's prose: fenced code blocks left out, inline code spans blanked
+    (a reference shown as an example is not one)."""
+    out, fenced = [], False
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if line.lstrip("# ").startswith("```"):
+            fenced = not fenced
+            continue
+        if not fenced:
+            out.append((number, re.sub(r"`[^`]*`", "``", line)))
+    return out
+
+
 def _label(text: str) -> str:
     """A row or column name as written, for comparing: no markup, no trailing parenthesis, lower case."""
     text = re.sub(r"[*`]", "", text).strip()
@@ -269,7 +282,7 @@ def check_refs() -> list[str]:
     problems = []
     for path in prose_pages():
         rel = path.relative_to(ROOT)
-        for number, line in enumerate(path.read_text().splitlines(), start=1):
+        for number, line in prose_lines(path):
             for m in REF.finditer(line):
                 spec = m.group(1) or m.group(2)
                 written = NUMBER.findall(REF.sub("", line[: m.start()]).replace("−", "-"))
@@ -287,8 +300,9 @@ def check_refs() -> list[str]:
 
 def _restated_tables(path: Path) -> list[tuple[list[str], list[tuple[int, list[str]]]]]:
     """The tables of a page that follow a ``<!-- restates: FILE[, FILE] [> TABLE TITLE] -->`` line."""
-    out, sources, rows = [], None, []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
+    out, sources, rows, text = [], None, [], path.read_text().splitlines()
+    for number, line in prose_lines(path):
+        line = text[number - 1] if line.startswith("|") else line  # a table's cells as written
         if line.startswith("|") and sources is not None:
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
             if not all(set(c) <= set("-: ") for c in cells):
@@ -349,6 +363,58 @@ def check_restated() -> list[str]:
     return problems
 
 
+# ---------------------------------------------------------------- numbers no reference ties
+
+UNTIED = Path("docs/results/unchecked_numbers.json")
+RESULT_NUMBER = re.compile(r"(?<![\w.\-/=])−?\d+\.\d+(?![\w.]*[/_])")  # a decimal: how results are written
+PUBLISHED = re.compile(r"et al\.|\b(?:19|20)\d\d\b.*(?:table|paper|report)|\barXiv\b|published|BERT|Clark|Shen|Tai\b")
+HARDWARE = re.compile(r"\b(?:s|ms|min|h|GB|GiB|MiB|MB|cores?|threads?|CPU-hours|hours?|minutes?|seconds?|GPU|H100)\b|×")
+
+
+def untied() -> dict[str, dict[str, list[str]]]:
+    """The decimals of README, docs/*.md and the tutorials that no reference or restated table ties to a
+    record, by page and by kind: ``published`` (a published anchor, cited on its line), ``hardware`` (a
+    timing or machine fact on a line that says so), ``untied`` (a result restated without a reference)."""
+    out: dict[str, dict[str, list[str]]] = {}
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "tutorials").glob("*.py"))]
+    for path in pages:
+        rel = str(path.relative_to(ROOT))
+        restated = {n for _, rows in _restated_tables(path) for n, _ in rows}
+        generated, kinds = False, out.setdefault(rel, {})
+        for number, line in prose_lines(path):
+            generated = (generated or START in line) and END not in line
+            if generated or number in restated:
+                continue
+            text = REF.sub("", re.sub(r"\]\([^)]*\)", "]", line))  # link targets are not numbers of the prose
+            found = RESULT_NUMBER.findall(text)
+            for m in REF.finditer(line):  # the number a reference ties
+                before = RESULT_NUMBER.findall(REF.sub("", line[: m.start()]))
+                if before and before[-1] in found:
+                    found.remove(before[-1])
+            kind = "published" if PUBLISHED.search(line) else "hardware" if HARDWARE.search(line) else "untied"
+            if found:
+                kinds.setdefault(kind, []).extend(found)
+        if not kinds:
+            del out[rel]
+    return out
+
+
+def write_untied() -> Path:
+    data = {
+        "about": (
+            "Decimals in README, docs/*.md and the tutorials that no `<!-- ref: -->` or `<!-- restates: -->` ties "
+            "to a record (python -m tools.check_docs --write-untied; tests/tools/test_prose_numbers.py keeps it "
+            "equal to the pages). published: a published anchor, cited on its line; hardware: a timing or "
+            "machine fact; untied: a result restated without a reference (to be tied, then dropped from here)."
+        ),
+        "pages": untied(),
+    }
+    tmp = (ROOT / UNTIED).with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    tmp.replace(ROOT / UNTIED)
+    return ROOT / UNTIED
+
+
 # ---------------------------------------------------------------- links and cited files
 
 
@@ -393,7 +459,10 @@ def main(argv: list[str] | None = None) -> int:
         metavar=("TABLE", "RERUN"),
         help="hold a table whose per-run records are lost to its rows as they are now (RERUN: the command)",
     )
+    parser.add_argument("--write-untied", action="store_true", help=f"list the numbers no reference ties in {UNTIED}")
     args = parser.parse_args(argv)
+    if args.write_untied:
+        print(f"wrote {write_untied().relative_to(ROOT)}")
     if args.write_headline:
         try:
             print("\n".join(write_headline()))

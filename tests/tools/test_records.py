@@ -161,7 +161,9 @@ def test_a_reference_names_the_value_it_points_at_and_bad_references_fail(copy):
     n = len(page.read_text().splitlines())
     page.write_text(text + f"\nBinary SST, complete graph: 87.7 {ref}.\n")
     assert check_docs.check() == [f"docs/testing.md:{n}: says 87.7, docs/results/pretrained_graphs.md:16 has 87.59"]
-    page.write_text(text + "\nA JSON value: 0.835 <!-- ref: docs/results/sst_glove_choice/tuned_lr1e-3.json > best_val_acc -->\n")
+    page.write_text(
+        text + "\nA JSON value: 0.835 <!-- ref: docs/results/sst_glove_choice/tuned_lr1e-3.json > best_val_acc -->\n"
+    )
     assert check_docs.check() == []
     page.write_text(text + "\nNo such cell: 1.0 <!-- ref: docs/results/pretrained_graphs.md > binary SST > knn -->\n")
     assert check_docs.check() == [
@@ -184,7 +186,9 @@ def test_a_table_replayed_from_records_fails_on_a_changed_number_and_names_both_
     line = edit(table, "0.600 ± 0.141 (n=2)", "0.610 ± 0.141 (n=2)")
     (problem,) = check_docs.check()
     assert problem.startswith(f"docs/results/x.md:{line}: has '| transformer | 0.610 ± 0.141 (n=2) | – |', ")
-    assert problem.endswith("tools.results_table(docs/results/runs/x.jsonl) writes '| transformer | 0.600 ± 0.141 (n=2) | – |'")
+    assert problem.endswith(
+        "tools.results_table(docs/results/runs/x.jsonl) writes '| transformer | 0.600 ± 0.141 (n=2) | – |'"
+    )
 
 
 def test_every_table_is_replayed_or_sealed_and_a_sealed_one_says_so(copy, capsys):
