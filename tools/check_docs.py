@@ -8,16 +8,23 @@ Exits non-zero, naming the file, the line and both values, when
    table between the ``<!-- headline:start -->`` and ``<!-- headline:end -->`` markers. The check reads
    every number again from its results file and compares it with the JSON, and the README table with
    what the JSON renders, so a number changed by hand in either place fails;
-2. **a generated table** under ``docs/results`` differs from what its writer makes of the committed
-   per-run data: every ``X.json`` with an ``X.md`` beside it whose writer, ``tools.<X>``, has a
-   ``table_from_json(data)`` (``essay.md`` from ``essay.json``, ``listops_best.md`` from
-   ``listops_best.json``);
+2. **a table under ``docs/results``** differs from what its writer makes of the committed per-run data
+   (``docs/results/runs/<E>.jsonl`` records that ``make experiment`` writes, or a committed JSON:
+   ``tools.replay``), or, for a table whose runs were never committed, from its sealed rows
+   (``docs/results/runs/unrecorded.json``; the table's header says "per-run records not committed");
+   every table is one or the other, and the count of sealed tables is printed;
 3. **a relative link or a cited results file is missing**: markdown links in README.md and docs/**.md,
    and every ``docs/results/...``, ``results/...`` or ``bench/results/...`` path cited in them, in
-   ``conf/**/*.yaml`` and in ``tutorials/*.py``.
+   ``conf/**/*.yaml`` and in ``tutorials/*.py``;
+4. **a number in prose differs from the record it restates**: ``<!-- ref: FILE > ROW > COLUMN -->`` after a
+   number in README, docs/**.md or a tutorial (``# ref: ...`` at the end of a Python line), and every cell
+   of a table under ``<!-- restates: FILE -->`` (docs/configuration.md, "Numbers in prose"). The numbers
+   no reference ties are listed in ``docs/results/unchecked_numbers.json`` (``--write-untied``).
 
     python -m tools.check_docs                   # check; exit 1 with one line per problem
     python -m tools.check_docs --write-headline  # read the headline numbers again, rewrite README's table
+    python -m tools.check_docs --write-untied    # list again the numbers no reference ties
+    python -m tools.check_docs --seal docs/results/T.md 'make experiment E=T'   # runs lost: hold T's rows
 """
 
 from __future__ import annotations
