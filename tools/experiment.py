@@ -98,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     prefix = suite_dir(args.overrides)
     extra = ["trainer.resume=auto"] if resumes(args.name) else []
     start_all = time.perf_counter()
+    at = records.commit()  # the commit the runs run at (HEAD when they start)
     if not args.table_only:
         for k, grid in enumerate(grids, start=1):
             cmd = [sys.executable, "train.py", "-m", f"experiment={args.name}", *grid, *extra, *args.overrides]
@@ -113,10 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     command = shlex.join(
         ["make", "experiment", f"E={args.name}", *([f"ARGS={' '.join(args.overrides)}"] if args.overrides else [])]
     )
-    if (ROOT / "multirun" / name).is_dir():  # the runs' slim records, committed: the table is drawn from them
-        print(f"records: {records.write_from_runs(ROOT / 'multirun' / name, name).relative_to(ROOT)}", flush=True)
-        if replay.unseal(ROOT, f"docs/results/{name}.md"):  # replayed from its records from now on
-            print(f"docs/results/{name}.md: seal dropped from {replay.SEALED}", flush=True)
+    write_records(name, at)
     table = [sys.executable, "-m", "tools.results_table", f"{records.RUNS}/{name}.jsonl", f"--command={command}"]
     own = read(args.name).get("experiment_table")  # an experiment whose committed table another tool writes
     results, figures = (
@@ -140,6 +138,16 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(f"experiment {name}: {time.perf_counter() - start_all:.0f} s wall time", flush=True)
     return 0
+
+
+def write_records(name: str, at: str) -> None:
+    """The slim records of ``multirun/<name>``'s runs into ``docs/results/runs/<name>.jsonl`` (the table is drawn
+    from them), and the table's seal dropped: from now on it is replayed from its records."""
+    if not (ROOT / "multirun" / name).is_dir():  # --table-only on a fresh clone: the committed records
+        return
+    print(f"records: {records.write_from_runs(ROOT / 'multirun' / name, name, at).relative_to(ROOT)}", flush=True)
+    if replay.unseal(ROOT, f"docs/results/{name}.md"):
+        print(f"docs/results/{name}.md: seal dropped from {replay.SEALED}", flush=True)
 
 
 def refresh_headline(table: str) -> int:

@@ -10,8 +10,8 @@ A line holds what the table and figures show and no more (a few kB):
 
 - ``overrides``: the run's command-line overrides (``.hydra/overrides.yaml``) without the ones that do
   not change a result (``trainer.progress``, ``trainer.resume``, ...), sorted; ``seed``; ``commit``:
-  ``git rev-parse HEAD`` when the record was written (``+dirty`` with uncommitted changes to tracked
-  files), the commit the runs of that ``make experiment`` ran at;
+  ``git rev-parse HEAD`` when ``make experiment`` started the runs (``+dirty`` with uncommitted changes to
+  tracked files; a run that was not rerun keeps the commit of its line);
 - ``model``, ``graph``, ``device``, ``epochs``, ``num_params``;
 - ``best_val_acc``, ``best_epoch``, ``test_acc`` and the breakdowns (``test_by_depth``, ``test_by_length``,
   ``test_by_root``) exactly as ``results.json`` has them;
@@ -129,13 +129,21 @@ def write(name: str, new: list[dict]) -> Path:
     return path
 
 
-def write_from_runs(root: Path, name: str) -> Path:
-    """Records of every run directory below ``root`` into ``runs/<name>.jsonl`` (see ``write``)."""
+def write_from_runs(root: Path, name: str, at: str | None = None) -> Path:
+    """Records of every run directory below ``root`` into ``runs/<name>.jsonl`` (see ``write``); ``at``: the
+    commit the runs ran at (default: now). A run whose record is unchanged but for the commit keeps its old
+    line, so writing the records of runs that were not rerun changes nothing."""
     dirs = run_dirs(root)
     if not dirs:
         raise FileNotFoundError(f"no results.json under {root}; runs write one when they finish")
-    at = commit()
-    return write(name, [record_of(d, at) for d in dirs])
+    at = at or commit()
+    old = {tuple(r["overrides"]): r for r in read(name)}
+    new = []
+    for d in dirs:
+        r = record_of(d, at)
+        before = old.get(tuple(r["overrides"]))
+        new.append(before if before is not None and {**before, "commit": at} == r else r)
+    return write(name, new)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -206,3 +206,16 @@ def test_every_table_is_replayed_or_sealed_and_a_sealed_one_says_so(copy, capsys
     ]
     (copy / "docs" / "results" / "new.md").write_text("| a |\n|---|\n| 1 |\n")
     assert any(p.startswith("docs/results/new.md: neither replayed nor sealed") for p in check_docs.check())
+
+
+def test_writing_the_records_of_runs_not_rerun_keeps_their_lines_and_commit(tmp_path, records_dir):
+    root = sweep(tmp_path / "multirun" / "x")
+    records.write_from_runs(root, "x", at="a" * 40)
+    before = (records_dir / "x.jsonl").read_text()
+    records.write_from_runs(root, "x", at="b" * 40)  # --table-only, or a rerun of other cells: nothing changed
+    assert (records_dir / "x.jsonl").read_text() == before
+    write_run(root, "3_d", "transformer", "complete", 2, 0.6, [(1.0, 0.6)])
+    records.write_from_runs(root, "x", at="b" * 40)
+    assert [json.loads(line)["commit"][0] for line in (records_dir / "x.jsonl").read_text().splitlines()] == list(
+        "aaab"
+    )
