@@ -8,28 +8,37 @@ Exits non-zero, naming the file, the line and both values, when
    table between the ``<!-- headline:start -->`` and ``<!-- headline:end -->`` markers. The check reads
    every number again from its results file and compares it with the JSON, and the README table with
    what the JSON renders, so a number changed by hand in either place fails;
-2. **a generated table** under ``docs/results`` differs from what its writer makes of the committed
-   per-run data: every ``X.json`` with an ``X.md`` beside it whose writer, ``tools.<X>``, has a
-   ``table_from_json(data)`` (``essay.md`` from ``essay.json``, ``listops_best.md`` from
-   ``listops_best.json``);
+2. **a table under ``docs/results``** differs from what its writer makes of the committed per-run data
+   (``docs/results/runs/<E>.jsonl`` records that ``make experiment`` writes, or a committed JSON:
+   ``tools.replay``), or, for a table whose runs were never committed, from its sealed rows
+   (``docs/results/runs/unrecorded.json``; the table's header says "per-run records not committed");
+   every table is one or the other, and the count of sealed tables is printed;
 3. **a relative link or a cited results file is missing**: markdown links in README.md and docs/**.md,
    and every ``docs/results/...``, ``results/...`` or ``bench/results/...`` path cited in them, in
-   ``conf/**/*.yaml`` and in ``tutorials/*.py``.
+   ``conf/**/*.yaml`` and in ``tutorials/*.py``;
+4. **a number in prose differs from the record it restates**: ``<!-- ref: FILE > ROW > COLUMN -->`` after a
+   number in README, docs/**.md or a tutorial (``# ref: ...`` at the end of a Python line), and every cell
+   of a table under ``<!-- restates: FILE -->`` (docs/configuration.md, "Numbers in prose"). The numbers
+   no reference ties are listed in ``docs/results/unchecked_numbers.json`` (``--write-untied``).
 
     python -m tools.check_docs                   # check; exit 1 with one line per problem
     python -m tools.check_docs --write-headline  # read the headline numbers again, rewrite README's table
+    python -m tools.check_docs --write-untied    # list again the numbers no reference ties
+    python -m tools.check_docs --seal docs/results/T.md 'make experiment E=T'   # runs lost: hold T's rows
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import re
 import sys
 from pathlib import Path
 
-from tools import doc_counts  # 4. counts the pages state (configs per group, tutorials, experiments, no test counts)
+from tools import (
+    doc_counts,
+    replay,
+)  # doc_counts: the counts the pages state (configs per group, tutorials, experiments)
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADLINE = Path("docs/results/headline.json")
@@ -180,30 +189,242 @@ def check_headline() -> list[str]:
 
 
 def check_generated() -> list[str]:
+    """Every table under docs/results replayed from its committed records, or held to its seal (tools.replay)."""
+    problems, replayed = [], set()
+    for table in replay.tables(ROOT):
+        replayed.add(table.table)
+        problems += replay.compare(ROOT, table)
+    return problems + replay.check_sealed(ROOT, replayed)
+
+
+def table_counts() -> tuple[int, list[str]]:
+    """(tables replayed from records, tables sealed because their per-run records are not committed)."""
+    return len(replay.tables(ROOT)), sorted(replay.read_sealed(ROOT))
+
+
+# ---------------------------------------------------------------- numbers restated in prose
+
+REF = re.compile(r"<!--\s*ref:\s*(.*?)\s*-->|#\s*ref:\s*(.*?)\s*$")  # markdown, or a Python line's comment
+RESTATES = re.compile(r"<!--\s*restates:\s*(.*?)\s*-->")
+
+
+def prose_pages() -> list[Path]:
+    """The pages whose prose may restate a result: README, docs/**.md, the tutorials."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *sorted((ROOT / "tutorials").glob("*.py"))]
+
+
+def prose_lines(path: Path) -> list[tuple[int, str]]:
+    """``(line number, text)`` of a page's prose: fenced code blocks left out, inline code spans blanked
+    (a reference shown as an example is not one)."""
+    out, fenced = [], False
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if line.lstrip("# ").startswith("```"):
+            fenced = not fenced
+            continue
+        if not fenced:
+            out.append((number, re.sub(r"`[^`]*`", "``", line)))
+    return out
+
+
+def _label(text: str) -> str:
+    """A row or column name as written, for comparing: no markup, no trailing parenthesis, lower case."""
+    text = re.sub(r"[*`]", "", text).strip()
+    return re.sub(r"\s*\(.*\)$", "", text).strip().lower()
+
+
+def same(written: str, value: str | float) -> bool:
+    """Does ``written`` (a number as the prose gives it) state ``value`` (a number of the evidence), rounded
+    to the digits written, as is, in percent or as a fraction of one, sign aside (``loses 3.7`` restates ``-3.70``)?"""
+    from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
+
+    w = Decimal(written.replace("−", "-").lstrip("+-"))
+    v = abs(Decimal(str(value).replace("−", "-")))
+    step = Decimal(1).scaleb(w.as_tuple().exponent)
+    return any(
+        (v * scale).quantize(step, rounding=mode) == w
+        for scale in (1, 100, Decimal("0.01"))
+        for mode in (ROUND_HALF_UP, ROUND_HALF_EVEN)
+    )
+
+
+def resolve(spec: str, page: str) -> tuple[list[str], str]:
+    """The numbers a reference names, and where: ``FILE > [TABLE TITLE >] ROW > COLUMN[@k]`` for a cell of
+    a markdown table (``@k``: its k-th number, from 0, else its first; ``ROW`` may name the leading cells of
+    a row, ``;`` between them), or
+    ``FILE > KEY > KEY ...`` for a value of a JSON file."""
+    parts = [p.strip() for p in spec.split(">")]
+    path = ROOT / parts[0]
+    if not path.is_file():
+        raise Problem(f"{page}: a reference names {parts[0]}, which does not exist")
+    if path.suffix == ".json":
+        value = json.loads(path.read_text())
+        for key in parts[1:]:
+            try:
+                value = value[int(key)] if isinstance(value, list) else value[key]
+            except (KeyError, IndexError, ValueError, TypeError):
+                raise Problem(f"{page}: {parts[0]} has no {' > '.join(parts[1:])}") from None
+        if not isinstance(value, (int, float)):
+            raise Problem(f"{page}: {spec} is not a number ({value!r})")
+        return [repr(value)], parts[0]
+    if len(parts) not in (3, 4):
+        raise Problem(f"{page}: reference {spec!r}: write FILE > [TABLE TITLE >] ROW > COLUMN")
+    title, row, col = (parts[1] if len(parts) == 4 else ""), parts[-2], parts[-1]
+    col, _, index = col.partition("@")
+    for table_title, rows in tables(path):
+        if title and title.lower() not in table_title.lower():
+            continue
+        header = [_label(c) for c in rows[0][1]]
+        if _label(col) not in header:
+            continue
+        k = header.index(_label(col))
+        keys = [_label(key) for key in row.split(";")]  # "graph_choice; transformer: tree - complete"
+        for number, cells in rows[1:]:
+            if [_label(c) for c in cells[: len(keys)]] == keys and k < len(cells):
+                found = NUMBER.findall(cells[k].replace("−", "-"))
+                if index:
+                    found = found[int(index) : int(index) + 1]
+                return found, f"{parts[0]}:{number}"
+    raise Problem(f"{page}: {parts[0]} has no cell {row!r} / {col!r}" + (f" in table {title!r}" if title else ""))
+
+
+def check_refs() -> list[str]:
+    """Every ``<!-- ref: ... -->``: the number just before it is the cell or JSON value it names."""
     problems = []
-    for data_file in sorted((ROOT / "docs" / "results").rglob("*.json")):
-        table = data_file.with_suffix(".md")
-        if not table.is_file():
-            continue
-        try:
-            writer = importlib.import_module(f"tools.{data_file.stem}")
-        except ModuleNotFoundError:
-            continue
-        if not hasattr(writer, "table_from_json"):
-            continue
-        want = writer.table_from_json(json.loads(data_file.read_text())).splitlines()
-        have = table.read_text().splitlines()
-        rel = table.relative_to(ROOT)
-        for k in range(max(len(have), len(want))):
-            a = have[k] if k < len(have) else "(missing)"
-            b = want[k] if k < len(want) else "(missing)"
-            if a != b:
-                problems.append(
-                    f"{rel}:{k + 1}: has {a!r}, tools.{data_file.stem}.table_from_json("
-                    f"{data_file.relative_to(ROOT)}) writes {b!r}"
-                )
-                break
+    for path in prose_pages():
+        rel = path.relative_to(ROOT)
+        for number, line in prose_lines(path):
+            for m in REF.finditer(line):
+                spec = m.group(1) or m.group(2)
+                written = NUMBER.findall(REF.sub("", line[: m.start()]).replace("−", "-"))
+                try:
+                    found, where = resolve(spec, f"{rel}:{number}")
+                except Problem as e:
+                    problems.append(str(e))
+                    continue
+                if not written:
+                    problems.append(f"{rel}:{number}: no number before the reference to {spec}")
+                elif not found or not same(written[-1], found[0]):
+                    problems.append(f"{rel}:{number}: says {written[-1]}, {where} has {found[0] if found else 'none'}")
     return problems
+
+
+def _restated_tables(path: Path) -> list[tuple[list[str], list[tuple[int, list[str]]]]]:
+    """The tables of a page that follow a ``<!-- restates: FILE[, FILE] [> TABLE TITLE] -->`` line."""
+    out, sources, rows, text = [], None, [], path.read_text().splitlines()
+    for number, line in prose_lines(path):
+        line = text[number - 1] if line.startswith("|") else line  # a table's cells as written
+        if line.startswith("|") and sources is not None:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not all(set(c) <= set("-: ") for c in cells):
+                rows.append((number, cells))
+            continue
+        if rows:
+            out.append((sources, rows))
+            sources, rows = None, []
+        m = RESTATES.search(line)
+        if m:
+            sources = [s.strip() for s in m.group(1).split(",")]
+    if rows:
+        out.append((sources, rows))
+    return out
+
+
+def check_restated() -> list[str]:
+    """Every cell of a restated table states a cell of its source (at the same row and column, else anywhere
+    in it), rounded as written; a row naming a published result (``et al.``, ``published``) is left out."""
+    problems = []
+    for path in prose_pages():
+        rel = path.relative_to(ROOT)
+        for sources, rows in _restated_tables(path):
+            cells = []  # every (row label, column label, numbers, where) of the sources
+            for source in sources:
+                file, _, title = (p.strip() for p in source.partition(">"))
+                if not (ROOT / file).is_file():
+                    problems.append(f"{rel}:{rows[0][0]}: restates {file}, which does not exist")
+                    continue
+                for table_title, trows in tables(ROOT / file):
+                    if title and title.lower() not in table_title.lower():
+                        continue
+                    head = trows[0][1]
+                    for number, tcells in trows[1:]:
+                        for k, cell in enumerate(tcells[1:], start=1):
+                            label = head[k] if k < len(head) else ""
+                            found = NUMBER.findall(cell.replace("−", "-"))
+                            cells.append((_label(tcells[0]), _label(label), found, f"{file}:{number}"))
+            head = rows[0][1]
+            for number, wcells in rows[1:]:
+                if PUBLISHED.search(wcells[0]):  # a published anchor beside the results: listed, not checked
+                    continue
+                for k, cell in enumerate(wcells[1:], start=1):
+                    written = NUMBER.findall(cell.replace("−", "-"))
+                    if not written:
+                        continue
+                    labels = {_label(wcells[0]), _label(head[k]) if k < len(head) else ""}
+
+                    def states(found, written=written):
+                        return len(found) >= len(written) and all(map(same, written, found))
+
+                    at = [c for c in cells if {c[0], c[1]} == labels]
+                    if any(states(c[2]) for c in at) or (not at and any(states(c[2]) for c in cells)):
+                        continue
+                    near = f", {at[0][3]} has {' '.join(at[0][2]) or 'none'}" if at else ""
+                    problems.append(
+                        f"{rel}:{number}: restated cell {wcells[0]!r} / {head[k] if k < len(head) else '?'!r} "
+                        f"says {cell!r}, which no cell of {', '.join(sources)} states{near}"
+                    )
+    return problems
+
+
+# ---------------------------------------------------------------- numbers no reference ties
+
+UNTIED = Path("docs/results/unchecked_numbers.json")
+RESULT_NUMBER = re.compile(r"(?<![\w.\-/=])−?\d+\.\d+(?![\w.]*[/_])")  # a decimal: how results are written
+PUBLISHED = re.compile(r"et al\.|\b(?:19|20)\d\d\b.*(?:table|paper|report)|\barXiv\b|published|BERT|Clark|Shen|Tai\b")
+HARDWARE = re.compile(r"\b(?:s|ms|min|h|GB|GiB|MiB|MB|cores?|threads?|CPU-hours|hours?|minutes?|seconds?|GPU|H100)\b|×")
+
+
+def untied() -> dict[str, dict[str, list[str]]]:
+    """The decimals of README, docs/*.md and the tutorials that no reference or restated table ties to a
+    record, by page and by kind: ``published`` (a published anchor, cited on its line), ``hardware`` (a
+    timing or machine fact on a line that says so), ``untied`` (a result restated without a reference)."""
+    out: dict[str, dict[str, list[str]]] = {}
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "tutorials").glob("*.py"))]
+    for path in pages:
+        rel = str(path.relative_to(ROOT))
+        restated = {n for _, rows in _restated_tables(path) for n, _ in rows}
+        generated, kinds = False, out.setdefault(rel, {})
+        for number, line in prose_lines(path):
+            generated = (generated or START in line) and END not in line
+            if generated or (number in restated and not PUBLISHED.search(line.split("|")[1])):
+                continue
+            text = REF.sub("", re.sub(r"\]\([^)]*\)", "]", line))  # link targets are not numbers of the prose
+            found = RESULT_NUMBER.findall(text)
+            for m in REF.finditer(line):  # the number a reference ties
+                before = RESULT_NUMBER.findall(REF.sub("", line[: m.start()]))
+                if before and before[-1] in found:
+                    found.remove(before[-1])
+            kind = "published" if PUBLISHED.search(line) else "hardware" if HARDWARE.search(line) else "untied"
+            if found:
+                kinds.setdefault(kind, []).extend(found)
+        if not kinds:
+            del out[rel]
+    return out
+
+
+def write_untied() -> Path:
+    data = {
+        "about": (
+            "Decimals in README, docs/*.md and the tutorials that no `<!-- ref: -->` or `<!-- restates: -->` ties "
+            "to a record (python -m tools.check_docs --write-untied; tests/tools/test_prose_numbers.py keeps it "
+            "equal to the pages). published: a published anchor, cited on its line; hardware: a timing or "
+            "machine fact; untied: a result restated without a reference (to be tied, then dropped from here)."
+        ),
+        "pages": untied(),
+    }
+    tmp = (ROOT / UNTIED).with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    tmp.replace(ROOT / UNTIED)
+    return ROOT / UNTIED
 
 
 # ---------------------------------------------------------------- links and cited files
@@ -238,22 +459,41 @@ def check_links() -> list[str]:
 
 
 def check() -> list[str]:
-    return check_links() + check_headline() + check_generated() + doc_counts.check(ROOT)
+    return (
+        check_links() + check_headline() + check_generated() + check_refs() + check_restated() + doc_counts.check(ROOT)
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write-headline", action="store_true", help="read the numbers again, rewrite README")
+    parser.add_argument(
+        "--seal",
+        nargs=2,
+        metavar=("TABLE", "RERUN"),
+        help="hold a table whose per-run records are lost to its rows as they are now (RERUN: the command)",
+    )
+    parser.add_argument("--write-untied", action="store_true", help=f"list the numbers no reference ties in {UNTIED}")
     args = parser.parse_args(argv)
+    if args.write_untied:
+        print(f"wrote {write_untied().relative_to(ROOT)}")
     if args.write_headline:
         try:
             print("\n".join(write_headline()))
         except Problem as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
+    if args.seal:
+        replay.seal(ROOT, args.seal[0], args.seal[1])
+        print(f"sealed the table rows of {args.seal[0]} in {replay.SEALED}")
     problems = check()
     for p in problems:
         print(p)
+    replayed, sealed = table_counts()
+    print(
+        f"check_docs: {replayed} tables replayed from committed records, {len(sealed)} without per-run records "
+        f"(sealed: {replay.SEALED})"
+    )
     print(f"check_docs: {len(problems)} problem(s)" if problems else "check_docs: the docs agree with their evidence")
     return 1 if problems else 0
 

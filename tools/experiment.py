@@ -13,7 +13,10 @@ other into the experiment's sweep directory, and one table is made of them all:
       - model=transformer,gat,gcn graph=complete,tree,dep seed=0,1,2
       - model=treelstm graph=tree,dep seed=0,1,2
 
-The table is ``python -m tools.results_table multirun/E`` into ``docs/results/E.md`` with its plots.
+Every run's slim record goes into ``docs/results/runs/E.jsonl`` (``tools.records``: a rerun replaces its own
+lines only), and the table is ``python -m tools.results_table docs/results/runs/E.jsonl`` into
+``docs/results/E.md`` with its plots, drawn from those committed records (``--table-only`` without
+``multirun/E`` draws them again from the records alone; ``tools.check_docs`` replays the table).
 ``experiment_then: <module> <args>`` runs one more analysis of the runs after it
 (``long_range.yaml``: ``tools.long_range``, which scores every run on longer expressions); a list of
 such lines runs each in order (``neural_syntax.yaml``: the attention analysis of each seed).
@@ -37,6 +40,8 @@ import time
 from pathlib import Path
 
 import yaml
+
+from tools import records, replay
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -93,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     prefix = suite_dir(args.overrides)
     extra = ["trainer.resume=auto"] if resumes(args.name) else []
     start_all = time.perf_counter()
+    at = records.commit()  # the commit the runs run at (HEAD when they start)
     if not args.table_only:
         for k, grid in enumerate(grids, start=1):
             cmd = [sys.executable, "train.py", "-m", f"experiment={args.name}", *grid, *extra, *args.overrides]
@@ -108,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     command = shlex.join(
         ["make", "experiment", f"E={args.name}", *([f"ARGS={' '.join(args.overrides)}"] if args.overrides else [])]
     )
-    table = [sys.executable, "-m", "tools.results_table", f"multirun/{name}", f"--command={command}"]
+    write_records(name, at)
+    table = [sys.executable, "-m", "tools.results_table", f"{records.RUNS}/{name}.jsonl", f"--command={command}"]
     own = read(args.name).get("experiment_table")  # an experiment whose committed table another tool writes
     results, figures = (
         (own.replace("{suite_dir}", prefix), own.replace("{suite_dir}", prefix))
@@ -131,6 +138,16 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(f"experiment {name}: {time.perf_counter() - start_all:.0f} s wall time", flush=True)
     return 0
+
+
+def write_records(name: str, at: str) -> None:
+    """The slim records of ``multirun/<name>``'s runs into ``docs/results/runs/<name>.jsonl`` (the table is drawn
+    from them), and the table's seal dropped: from now on it is replayed from its records."""
+    if not (ROOT / "multirun" / name).is_dir():  # --table-only on a fresh clone: the committed records
+        return
+    print(f"records: {records.write_from_runs(ROOT / 'multirun' / name, name, at).relative_to(ROOT)}", flush=True)
+    if replay.unseal(ROOT, f"docs/results/{name}.md"):
+        print(f"docs/results/{name}.md: seal dropped from {replay.SEALED}", flush=True)
 
 
 def refresh_headline(table: str) -> int:

@@ -20,7 +20,6 @@ refreshes its numbers without deleting the analysis that reads them.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import statistics
 import sys
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import yaml
 
-from tools.common import pyplot
+from tools import records
 
 MODELS = ("gcn", "gat", "transformer", "sum", "mean", "max", "gin", "treelstm", "recursive")
 GRAPHS = ("complete", "tree", "dep", "binary_tree", "window", "bpt", "knn", "none")
@@ -79,7 +78,28 @@ def collect(root: Path) -> list[dict]:
         with open(path) as f:
             r = json.load(f)
         r["_path"], r["_settings"] = str(path.parent), _settings(path.parent, r)
+        r["_curve"] = records.curve_of(path.parent)
         runs.append(r)
+    return _with_factors(runs)
+
+
+def from_records(lines: list[dict]) -> list[dict]:
+    """The runs of committed records (``tools.records``), as ``collect`` gives them from run directories."""
+    runs = []
+    for line in lines:
+        r = dict(line)
+        settings = {"model": r.get("model", "?"), "graph": r.get("graph", "?")}
+        for item in r["overrides"]:
+            key, _, value = item.lstrip("+~").partition("=")
+            if not key.startswith("hydra.") and key not in NOT_FACTORS:
+                settings[key] = value
+        r["_path"], r["_settings"], r["_curve"] = "", settings, r.get("curve", [])
+        runs.append(r)
+    return _with_factors(runs)
+
+
+def _with_factors(runs: list[dict]) -> list[dict]:
+    """Give every run ``_factors``: its settings that vary between the runs."""
     keys = list(dict.fromkeys(k for r in runs for k in r["_settings"]))
     varying = [k for k in keys if len({r["_settings"].get(k, "–") for r in runs}) > 1]
     for r in runs:
@@ -223,6 +243,8 @@ def _plot_breakdown(runs: list[dict], path: Path, points, xlabel: str, tick_name
     """Test accuracy against a per-example quantity (``points(run) -> {x: (n, acc)}``): one line per graph
     and one panel per row of the table when graphs vary, else one line per run. Points with fewer than
     ``MIN_DEPTH_EXAMPLES`` test examples are noise and left out; seeds are averaged."""
+    from tools.common import pyplot  # torch and matplotlib: only when a figure is drawn
+
     plt = pyplot()
     row_factors, rows, cols = _layout(runs)
     panels = rows if cols else [None]
@@ -288,12 +310,9 @@ def curve_groups(runs: list[dict]) -> dict[tuple, dict[str, tuple[list[int], lis
     row_factors, rows, cols = _layout(runs)
     per_line: dict[tuple, list[dict[str, dict[int, float]]]] = {}
     for r in runs:
-        metrics = Path(r["_path"]) / "metrics.csv"
-        if not metrics.is_file():
+        if not r.get("_curve"):
             continue
-        with open(metrics) as f:
-            rows_csv = list(csv.DictReader(f))
-        series = {k: {int(m["epoch"]): float(m[k]) for m in rows_csv} for k in ("train_loss", "val_acc")}
+        series = {k: {int(m["epoch"]): float(m[k]) for m in r["_curve"]} for k in ("train_loss", "val_acc")}
         row = tuple(r["_settings"].get(f, "–") for f in row_factors)
         key = (", ".join(row), r["graph"]) if cols else ("", label(r) or "all")
         per_line.setdefault(key, []).append(series)
@@ -307,6 +326,8 @@ def curve_groups(runs: list[dict]) -> dict[tuple, dict[str, tuple[list[int], lis
 def plot_curves(runs: list[dict], path: Path) -> Path:
     """Training loss and validation accuracy by epoch, seeds averaged (from ``metrics.csv``): a row of two
     panels per table row when graphs vary (one line per graph), else one row with a line per run setting."""
+    from tools.common import pyplot  # torch and matplotlib: only when a figure is drawn
+
     plt = pyplot()
     groups = curve_groups(runs)
     panels = list(dict.fromkeys(p for p, _ in groups)) or [""]
@@ -352,9 +373,27 @@ def written_analysis(path: Path) -> str:
     return "" if start is None else "".join(lines[start:])
 
 
+def load(root: Path) -> list[dict]:
+    """The runs of a sweep directory (``results.json`` files below it) or of a records file (``.jsonl``)."""
+    if root.suffix == ".jsonl":
+        return from_records([json.loads(line) for line in root.read_text().splitlines() if line.strip()])
+    return collect(root)
+
+
+def render(runs: list[dict], root: Path | str, command: str | None) -> str:
+    """The generated part of the table file: a line naming the command and the runs, then the tables."""
+    text = tables(runs)
+    if command:
+        hours = sum(r.get("train_seconds", 0) for r in runs) / 3600
+        text = f"Produced by `{command}` from `{root}` ({len(runs)} runs, {hours:.1f} h of training).\n\n{text}"
+    return text
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("root", type=Path, help="a directory holding results.json files (searched recursively)")
+    parser.add_argument(
+        "root", type=Path, help="a directory holding results.json files (searched recursively), or a records .jsonl"
+    )
     parser.add_argument("--out", type=Path, help="also write the tables to this markdown file")
     parser.add_argument("--plot", type=Path, help="also save accuracy by tree depth as this PNG")
     parser.add_argument("--curves", type=Path, help="also save training curves (loss, val accuracy) as this PNG")
@@ -364,19 +403,14 @@ def main(argv=None) -> int:
     if not args.root.exists():
         print(f"error: {args.root} does not exist; run a sweep first (make sweep)", file=sys.stderr)
         return 2
-    runs = collect(args.root)
+    runs = load(args.root)
     if not runs:
         print(f"error: no results.json under {args.root}; runs write one when they finish", file=sys.stderr)
         return 2
     for path in (args.out, args.plot, args.curves, args.lengths):  # docs/results/small/... may not exist yet
         if path:
             path.parent.mkdir(parents=True, exist_ok=True)
-    text = tables(runs)
-    if args.command:
-        hours = sum(r.get("train_seconds", 0) for r in runs) / 3600
-        text = (
-            f"Produced by `{args.command}` from `{args.root}` ({len(runs)} runs, {hours:.1f} h of training).\n\n{text}"
-        )
+    text = render(runs, args.root, args.command)
     print(text)
     if args.out:
         analysis = written_analysis(args.out)

@@ -174,8 +174,9 @@ fig.tight_layout()
 # What `docs/essay.md` says, and what the cell below checks against `essay.json`, verdict and
 # difference to the point:
 #
-# * **Full scale** (90k expressions; the complete-graph Transformer at 0.577, level with the
-#   57.4% of Shen et al. 2019's ListOps table). The gold tree beats the complete graph for the Transformer by 9.1 points
+# * **Full scale** (90k expressions; the complete-graph Transformer at 0.577 <!-- ref: docs/results/heads.md > 4 > test accuracy -->, level with the
+#   57.4% of Shen et al. 2019's ListOps table). The gold tree beats the complete graph for the Transformer by
+#   9.1 points <!-- ref: docs/results/essay.md > graph_choice; transformer: tree - complete > difference -->
 #   (3 seeds), for GAT by 15.3 and for GCN by 15.4 (1 seed each). The complete graph beats a window
 #   of ±2 tokens by 4.0 points for the Transformer. For GAT the 0.7 points between them are no
 #   measurable difference. Four heads beat one by 1.5 points; eight and four are level (+0.0). On the
@@ -196,7 +197,7 @@ fig.tight_layout()
 # %%
 PARENT_MARGIN, HELD_OUT_SEEDS = 0.015, 3  # docs/essay.md, neural_syntax: validation-chosen heads, +1.9 to +4.8 points
 CLAIMS = [  # (suite, experiment, comparison, verdict, difference in points as the prose says it)
-    ("full", "graph_choice", "transformer: tree - complete", "A higher", 9.1),
+    ("full", "graph_choice", "transformer: tree - complete", "A higher", 9.1),  # ref: docs/results/essay.md > graph_choice; transformer: tree - complete > difference
     ("full", "graph_choice", "gat: tree - complete", "A higher", 15.3),
     ("full", "graph_choice", "gcn: tree - complete", "A higher", 15.4),
     ("full", "graph_choice", "transformer: complete - window", "A higher", 4.0),

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from tools import check_docs, experiment, listops_best
+from tools import check_docs, experiment, listops_best, replay
 
 
 def test_the_repository_agrees_with_its_evidence():
@@ -64,10 +64,21 @@ def test_a_headline_number_that_leaves_its_results_file_fails(copy):
 def test_a_results_file_that_changes_fails_until_the_headline_is_written_again(copy):
     _edit(copy / "docs" / "results" / "sst_binary.md", "0.770 ± 0.005 (n=3)", "0.780 ± 0.005 (n=3)")
     problems = check_docs.check()
-    assert len(problems) == 1 and "says 77.0, docs/results/sst_binary.md:" in problems[0]
+    assert len(problems) == 3 and "says 77.0, docs/results/sst_binary.md:" in problems[0]
     assert problems[0].endswith("has 78.0")
-    assert check_docs.main(["--write-headline"]) == 0  # the generator reads it again: README and JSON agree
+    assert problems[1].startswith("docs/results/sst_binary.md:")  # sealed: its per-run records are lost
+    assert "the sealed copy (docs/results/runs/unrecorded.json) has" in problems[1]
+    assert problems[2].startswith("docs/real_sentences.md:")  # a page restating the table
+    assert problems[2].endswith(
+        "says '0.770 ± 0.005', which no cell of docs/results/sst_binary.md states, "
+        "docs/results/sst_binary.md:10 has 0.780 0.005 3"
+    )
+    assert check_docs.main(["--write-headline"]) == 1  # the generator reads it again: README and JSON agree
     assert "Tree-LSTM on the dependency tree: 78.0 ± 0.5" in (copy / "README.md").read_text()
+    assert check_docs.check() == problems[1:]  # what is left: the table differs from its seal and its restatement
+    replay.seal(copy, "docs/results/sst_binary.md", "make experiment E=sst_binary")  # as a rerun's new table
+    _edit(copy / "docs" / "real_sentences.md", "0.770 ± 0.005", "0.780 ± 0.005")  # and the prose follows it
+    assert check_docs.check() == []
 
 
 def test_a_generated_table_edited_by_hand_fails(copy):
@@ -77,9 +88,10 @@ def test_a_generated_table_edited_by_hand_fails(copy):
     assert "tools.essay.table_from_json(docs/results/essay.json) writes" in problems[0]
     _edit(copy / "docs" / "results" / "essay.md", "| **every**", "| **all**")
     _edit(copy / "docs" / "results" / "listops_best.md", "**99.61 ± 0.21**", "**99.81 ± 0.21**")
-    problems = check_docs.check()  # the table disagrees with its JSON, and the headline with the table
-    assert len(problems) == 2 and problems[1].startswith("docs/results/listops_best.md:27: has '| **mean ± std** |")
+    problems = check_docs.check()  # the table disagrees with its JSON, the headline and README's prose with it
+    assert len(problems) == 3 and problems[1].startswith("docs/results/listops_best.md:27: has '| **mean ± std** |")
     assert problems[0].endswith("says 99.61, docs/results/listops_best.md:27 has 99.81")
+    assert problems[2] == "README.md:36: says 99.6, docs/results/listops_best.md:27 has 99.81"
 
 
 def test_a_missing_link_or_cited_file_fails(copy):
@@ -126,7 +138,8 @@ def test_listops_best_experiment_keeps_the_committed_table(monkeypatch):
     table = calls[1]
     assert table[:2] == ["-m", "tools.results_table"]
     assert "--out=multirun/listops_best/results.md" in table  # never docs/results/listops_best.md
-    assert not any("docs/" in arg for arg in table)
+    assert table[2] == "docs/results/runs/listops_best.jsonl"  # drawn from the committed records
+    assert not any("docs/" in arg for arg in table[3:])
     assert sum(c[:2] == ["-m", "evaluate"] for c in calls) == 6
     assert calls[-1] == ["-m", "tools.listops_best", "--runs", "multirun/listops_best"]
 
@@ -136,5 +149,7 @@ def test_an_experiment_whose_table_feeds_the_headline_rewrites_it(copy, monkeypa
     monkeypatch.setattr(experiment.subprocess, "call", lambda cmd, cwd=None: 0)
     assert experiment.main(["trec", "--table-only"]) == 0
     assert "Tree-LSTM on the dependency tree: 88.7 ± 2.5" in (copy / "README.md").read_text()
-    assert check_docs.check() == []
+    problems = check_docs.check()  # the headline agrees; the table differs from its seal and its restatement
+    assert len(problems) == 2 and problems[0].startswith("docs/results/trec.md:") and "sealed copy" in problems[0]
+    assert problems[1].startswith("docs/real_sentences.md:") and "which no cell of docs/results/trec.md" in problems[1]
     assert experiment.refresh_headline("docs/results/heads.md") == 0  # not in the headline: nothing to do

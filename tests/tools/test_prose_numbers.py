@@ -1,0 +1,33 @@
+"""The numbers in README, docs/*.md and the tutorials that check_docs cannot tie to a record: listed, by page
+and kind, in the committed allow-list docs/results/unchecked_numbers.json (issue 35)."""
+
+import json
+
+from tools import check_docs
+
+
+def committed() -> dict:
+    return json.loads((check_docs.ROOT / check_docs.UNTIED).read_text())["pages"]
+
+
+def test_the_numbers_no_reference_ties_are_exactly_the_committed_list():
+    """A new restated number without a reference fails here: tie it (<!-- ref: -->, <!-- restates: -->) or,
+    for a published anchor or a hardware fact, list it (python -m tools.check_docs --write-untied)."""
+    assert check_docs.untied() == committed()
+
+
+def test_a_reference_or_a_restated_table_takes_a_number_off_the_list(tmp_path, monkeypatch):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "tutorials").mkdir()
+    (tmp_path / "docs" / "results").mkdir()
+    (tmp_path / "docs" / "results" / "t.md").write_text("| model | acc |\n|---|---|\n| gat | 0.512 |\n")
+    page = tmp_path / "README.md"
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    page.write_text("GAT reaches 0.512, Shen et al. (2019) report 57.4, on 2 cores in 3.5 h.\n")
+    assert check_docs.untied() == {"README.md": {"published": ["0.512", "57.4", "3.5"]}}
+    page.write_text("GAT reaches 0.512.\nA run takes 3.5 h.\n\n```\n0.25 in a code block\n```\n")
+    assert check_docs.untied() == {"README.md": {"untied": ["0.512"], "hardware": ["3.5"]}}
+    page.write_text("GAT reaches 0.512 <!-- ref: docs/results/t.md > gat > acc -->.\n")
+    assert check_docs.untied() == {} and check_docs.check_refs() == []
+    page.write_text("<!-- restates: docs/results/t.md -->\n| model | acc |\n|---|---|\n| gat | 0.512 |\n")
+    assert check_docs.untied() == {} and check_docs.check_restated() == []

@@ -1,0 +1,164 @@
+"""Slim per-run records, committed: ``docs/results/runs/<experiment>.jsonl``, one JSON line per run.
+
+``make experiment E=x`` (``tools.experiment``) reads every run directory under ``multirun/x`` and writes
+one line per run here; the table ``docs/results/x.md`` and its figures are then drawn from these lines,
+never from the run directories, so the table stays checkable after ``multirun/`` is gone:
+``python -m tools.check_docs`` renders every ``runs/<name>.jsonl`` again and compares it byte for byte
+with ``docs/results/<name>.md`` (``runs/small/<name>.jsonl`` -> ``docs/results/small/<name>.md``).
+
+A line holds what the table and figures show and no more (a few kB):
+
+- ``overrides``: the run's command-line overrides (``.hydra/overrides.yaml``) without the ones that do
+  not change a result (``trainer.progress``, ``trainer.resume``, ...), sorted; ``seed``; ``commit``:
+  ``git rev-parse HEAD`` when ``make experiment`` started the runs (``+dirty`` with uncommitted changes to
+  tracked files; a run that was not rerun keeps the commit of its line);
+- ``model``, ``graph``, ``device``, ``epochs``, ``num_params``;
+- ``best_val_acc``, ``best_epoch``, ``test_acc`` and the breakdowns (``test_by_depth``, ``test_by_length``,
+  ``test_by_root``) exactly as ``results.json`` has them;
+- ``curve``: per epoch, ``epoch``, ``val_acc`` and ``train_loss`` from ``metrics.csv``;
+- ``train_seconds``, ``examples_per_second``.
+
+A rerun replaces its own lines and only those: a line is known by its ``overrides`` (seed included); lines
+of runs not in this rerun stay. The file is written to a temporary file and renamed (``os.replace``).
+
+    python -m tools.records multirun/sst_glove sst_glove   # write/refresh the records of these runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = Path("docs/results/runs")
+# overrides that do not change what a run computes: left out of the record's key
+NOT_SETTINGS = ("trainer.progress", "trainer.resume", "logger", "cluster", "dataset.data_dir", "hydra.")
+KEPT = ("model", "graph", "device", "epochs", "num_params", "best_val_acc", "best_epoch", "test_acc")
+BREAKDOWNS = ("test_by_depth", "test_by_length", "test_by_root")
+
+
+def path_of(name: str) -> Path:
+    """``docs/results/runs/<name>.jsonl`` (``name`` may be ``small/<experiment>``)."""
+    return ROOT / RUNS / f"{name}.jsonl"
+
+
+def commit() -> str:
+    """The commit the working tree is at, ``+dirty`` when tracked files differ from it; ``unknown`` off git."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--"], cwd=ROOT).returncode != 0
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head.stdout.strip() + ("+dirty" if dirty else "")
+
+
+def overrides_of(run_dir: Path) -> list[str]:
+    """The run's command-line overrides that change a result, sorted (``seed=`` among them)."""
+    path = run_dir / ".hydra" / "overrides.yaml"
+    items = [str(o) for o in (yaml.safe_load(path.read_text()) or [])] if path.is_file() else []
+    return sorted(o for o in items if not o.lstrip("+~").startswith(NOT_SETTINGS))
+
+
+def curve_of(run_dir: Path) -> list[dict]:
+    """``[{"epoch", "val_acc", "train_loss"}, ...]`` from the run's ``metrics.csv`` (``[]`` without one)."""
+    path = run_dir / "metrics.csv"
+    if not path.is_file():
+        return []
+    with open(path) as f:
+        return [
+            {"epoch": int(m["epoch"]), "val_acc": float(m["val_acc"]), "train_loss": float(m["train_loss"])}
+            for m in csv.DictReader(f)
+        ]
+
+
+def record_of(run_dir: Path, at: str) -> dict:
+    """The slim record of one finished run (a directory holding ``results.json``)."""
+    r = json.loads((run_dir / "results.json").read_text())
+    record = {"overrides": overrides_of(run_dir), "seed": r.get("seed"), "commit": at}
+    record.update({k: r[k] for k in KEPT if k in r})
+    record.update({k: r[k] for k in BREAKDOWNS if r.get(k)})
+    record["curve"] = curve_of(run_dir)
+    record["train_seconds"] = r.get("train_seconds", 0)
+    record["examples_per_second"] = r.get("examples_per_second", 0)
+    return record
+
+
+def run_dirs(root: Path) -> list[Path]:
+    """Every run directory below ``root`` (one with ``results.json``), in Hydra's job order (2 before 10)."""
+
+    def job_order(path: Path):
+        num = path.name.split("_")[0]
+        return (str(path.parent), int(num) if num.isdigit() else -1, str(path))
+
+    return sorted((p.parent for p in root.rglob("results.json")), key=job_order)
+
+
+def read(name: str) -> list[dict]:
+    """The records of ``name`` in file order (``[]`` when none are committed)."""
+    path = path_of(name)
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def line_of(record: dict) -> str:
+    return json.dumps(record, sort_keys=True, separators=(",", ":"))
+
+
+def write(name: str, new: list[dict]) -> Path:
+    """Put ``new`` into ``runs/<name>.jsonl``: a record with the same overrides as an old one replaces it in
+    place, the others are appended in the order given; every other old line stays as it was."""
+    old = read(name)
+    fresh = {tuple(r["overrides"]): r for r in new}
+    if len(fresh) != len(new):
+        raise ValueError(f"two runs of {name} have the same overrides; the records could not tell them apart")
+    kept = [fresh.pop(tuple(r["overrides"]), r) for r in old]
+    records = kept + [r for r in new if tuple(r["overrides"]) in fresh]
+    path = path_of(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".jsonl.tmp")
+    tmp.write_text("".join(line_of(r) + "\n" for r in records))
+    os.replace(tmp, path)
+    return path
+
+
+def write_from_runs(root: Path, name: str, at: str | None = None) -> Path:
+    """Records of every run directory below ``root`` into ``runs/<name>.jsonl`` (see ``write``); ``at``: the
+    commit the runs ran at (default: now). A run whose record is unchanged but for the commit keeps its old
+    line, so writing the records of runs that were not rerun changes nothing."""
+    dirs = run_dirs(root)
+    if not dirs:
+        raise FileNotFoundError(f"no results.json under {root}; runs write one when they finish")
+    at = at or commit()
+    old = {tuple(r["overrides"]): r for r in read(name)}
+    new = []
+    for d in dirs:
+        r = record_of(d, at)
+        before = old.get(tuple(r["overrides"]))
+        new.append(before if before is not None and {**before, "commit": at} == r else r)
+    return write(name, new)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("root", type=Path, help="a sweep directory (run directories with results.json below it)")
+    parser.add_argument("name", help="the experiment: writes docs/results/runs/<name>.jsonl")
+    args = parser.parse_args(argv)
+    try:
+        path = write_from_runs(args.root, args.name)
+    except (FileNotFoundError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {path.relative_to(ROOT)} ({len(read(args.name))} runs)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
