@@ -242,14 +242,9 @@ class GraphEncoder(nn.Module):
         """Class logits (B, C); with ``nodes``, also every node's logits (N, C) from the same classifier
         (the phrase-level loss of ``trainer.phrase_loss``)."""
         if self.choose_impl(g) == "sparse":
-            h = self.node_states(g)  # (N, d)
-            if self.readout == "mean":
-                hg = self._mean_tokens(g, h)  # (B, d)
-            elif self.readout == "root":
-                hg = h[g.ndata["root"]]  # (B, d): one root per graph
-            else:  # cls: the <cls> node is each graph's last (phrase nodes have pos -1 too)
-                hg = h[g.batch_num_nodes().cumsum(0) - 1]  # (B, d)
-            return (self.classifier(hg), self.classifier(h)) if nodes else self.classifier(hg)  # (B, C)
+            # DGL's kernels take one dtype: message passing runs in float32 under trainer.precision=bf16
+            with torch.autocast(self.device.type, enabled=False):
+                return self.sparse_forward(g, nodes)
         x, dg, tokens = self.dense_states(g)  # (B, n, d)
         if self.readout == "mean":
             weight = tokens.unsqueeze(-1).float()  # (B, n, 1)
@@ -259,6 +254,17 @@ class GraphEncoder(nn.Module):
         else:  # cls: each graph's last node
             hg = x[torch.arange(x.shape[0], device=x.device), dg.valid.sum(1) - 1]  # (B, d)
         return (self.classifier(hg), self.classifier(dg.unpad(x))) if nodes else self.classifier(hg)  # (B, C)
+
+    def sparse_forward(self, g: dgl.DGLGraph, nodes: bool = False):
+        """:meth:`forward` by message passing on ``g``."""
+        h = self.node_states(g)  # (N, d)
+        if self.readout == "mean":
+            hg = self._mean_tokens(g, h)  # (B, d)
+        elif self.readout == "root":
+            hg = h[g.ndata["root"]]  # (B, d): one root per graph
+        else:  # cls: the <cls> node is each graph's last (phrase nodes have pos -1 too)
+            hg = h[g.batch_num_nodes().cumsum(0) - 1]  # (B, d)
+        return (self.classifier(hg), self.classifier(h)) if nodes else self.classifier(hg)  # (B, C)
 
     @staticmethod
     def _mean_tokens(g: dgl.DGLGraph, h: torch.Tensor) -> torch.Tensor:
