@@ -190,10 +190,12 @@ def main(argv=None) -> int:
     p.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     p.add_argument("--epochs", type=int, default=2, help="timed epochs per measurement (median), after one warm-up")
     p.add_argument("--card", action="store_true", help="also the card's whole run: max_epochs of train + validation")
+    p.add_argument("--num-train", type=int, default=None, help="a smaller training split (dataset.num_train)")
     args = p.parse_args(argv)
     rows = []
     for name in args.cases:
-        rows.append(measure(name, CASES[name], args))
+        extra = [f"dataset.num_train={args.num_train}"] if args.num_train else []
+        rows.append(measure(name, CASES[name] + extra, args))
         print(report(rows[-1:]).splitlines()[-1], flush=True)
     print()
     print(report(rows))

@@ -285,20 +285,23 @@ def _ahead(items, depth: int):
     q: queue.Queue = queue.Queue(maxsize=depth)
     done, stop = object(), threading.Event()
 
+    def put(item) -> bool:  # False once the consumer has gone
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
     def work():
         try:
             for item in items:
-                while not stop.is_set():
-                    try:
-                        q.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not put(item):
                     return
-            q.put(done)
+            put(done)
         except BaseException as e:  # handed to the consumer
-            q.put(e)
+            put(e)
 
     thread = threading.Thread(target=work, daemon=True)
     thread.start()

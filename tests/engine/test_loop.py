@@ -232,6 +232,19 @@ def test_prefetch_hands_on_errors_and_stops_cleanly():
         list(loader)
     first = next(iter(Batches(Items(dataset()), [[i] for i in range(20)], prefetch=2)))  # abandoned early
     assert first[1].shape == (1,)
+    import threading
+    import time
+
+    def abandon():  # the thread has made every batch, its queue is full, and the consumer leaves
+        it = iter(Batches(Items(dataset()), [[0], [1], [2]], prefetch=2))
+        next(it)
+        time.sleep(0.5)
+        it.close()
+
+    closer = threading.Thread(target=abandon, daemon=True)
+    closer.start()
+    closer.join(timeout=20)
+    assert not closer.is_alive()  # no thread left waiting on a full queue
 
 
 # ---- progress bars: a terminal only ----
