@@ -1,10 +1,11 @@
 """The training loop, old against new, side by side in one process: examples/s and their ratios.
 
-    python -m bench.loop                         # the default cases, 2 timed epochs each, on device=auto
+    python -m bench.loop                         # the default cases, 3 timed epochs each, on device=auto
     python -m bench.loop --device cuda --epochs 3
     python -m bench.loop --cases gat_complete_64 --card   # the card's command: 15 epochs, train + validation
 
-Each case builds the default ListOps data once (``train.build_data``), then times, after one warm-up epoch:
+Each case builds the default ListOps data once (``train.build_data``), then times, after one warm-up epoch, the
+old and new loops taking turns (the median of ``--epochs``):
 
 * **loader**: the training batches alone (collated and moved to the graphs' and labels' devices), no model;
 * **old epoch**: the loop of 7ef2f89, kept here as the reference: torch DataLoaders, three ``.item()`` reads
@@ -94,17 +95,19 @@ def sync(device):
         torch.cuda.synchronize(device)
 
 
-def timed(fn, device, repeat: int) -> float:
-    """Median seconds of ``fn()`` over ``repeat`` runs, after one warm-up run."""
-    fn()
-    times = []
-    for _ in range(repeat):
-        sync(device)
-        t = time.perf_counter()
-        fn()
-        sync(device)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+def timed(fns: dict, device, repeat: int) -> dict:
+    """Median seconds of each ``fn()`` over ``repeat`` rounds, after one warm-up round. The functions take
+    turns within a round, so a busy machine slows each alike."""
+    times = {name: [] for name in fns}
+    for r in range(repeat + 1):
+        for name, fn in fns.items():
+            sync(device)
+            t = time.perf_counter()
+            fn()
+            sync(device)
+            if r:
+                times[name].append(time.perf_counter() - t)
+    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def measure(name: str, overrides: list[str], args) -> dict:
@@ -137,14 +140,21 @@ def measure(name: str, overrides: list[str], args) -> dict:
                     settings, 1, SINGLE)  # fmt: skip
 
     row = {"case": name, "device": str(devices[0]), "impl": cfg.model.impl, "batch": batch, "examples": n}
-    row["loader_s"] = timed(loader_only, devices[0], args.epochs)
-    training.core.load_state_dict(start)
-    row["old_s"] = timed(old, devices[0], args.epochs)
-    training.core.load_state_dict(start)
-    row["new_s"] = timed(new, devices[0], args.epochs)
-    row["old_val_s"] = timed(lambda: old_predict(training.core, old_eval, devices), devices[0], args.epochs)
-    row["new_val_s"] = timed(
-        lambda: predict(training.core, data.eval_loaders["val"], *devices), devices[0], args.epochs
+    row["loader_s"] = timed({"loader": loader_only}, devices[0], args.epochs)["loader"]
+    training.core.load_state_dict(start)  # both loops train on from the same weights, taking turns
+    row.update({f"{k}_s": v for k, v in timed({"old": old, "new": new}, devices[0], args.epochs).items()})
+    row.update(
+        {
+            f"{k}_val_s": v
+            for k, v in timed(
+                {
+                    "old": lambda: old_predict(training.core, old_eval, devices),
+                    "new": lambda: predict(training.core, data.eval_loaders["val"], *devices),
+                },
+                devices[0],
+                args.epochs,
+            ).items()
+        }
     )
     if args.card:  # the card's command: max_epochs of training and validation, each loop
         epochs = int(cfg.trainer.max_epochs)
@@ -188,7 +198,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     p.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
-    p.add_argument("--epochs", type=int, default=2, help="timed epochs per measurement (median), after one warm-up")
+    p.add_argument("--epochs", type=int, default=3, help="timed epochs per measurement (median), after one warm-up")
     p.add_argument("--card", action="store_true", help="also the card's whole run: max_epochs of train + validation")
     p.add_argument("--num-train", type=int, default=None, help="a smaller training split (dataset.num_train)")
     args = p.parse_args(argv)
