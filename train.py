@@ -30,12 +30,11 @@ import torch
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader
 
 import models
 from data.datasets import SPLITS, dataset_entry
 from data.graphs import GraphConstruction
-from data.pipeline import GraphDataset, load_splits, make_loader, num_classes_of
+from data.pipeline import Batches, GraphDataset, load_splits, make_loader, num_classes_of
 from data.vocab import Vocab
 from engine.checkpoint import (
     Progress,
@@ -50,7 +49,7 @@ from engine.config import check_config, exit_on_user_error
 from engine.distributed import World, finish, start_devices
 from engine.evaluation import predict, summarize
 from engine.io import write_json
-from engine.loop import EpochSettings, make_optimizer, make_schedule, train_epoch
+from engine.loop import EpochSettings, make_optimizer, make_schedule, show_progress, train_epoch
 from engine.memory import memory_plan
 from engine.tracking import Tracker
 from models.embeddings import embedding_summary
@@ -69,8 +68,8 @@ class Data:
     num_classes: int
     construction: GraphConstruction
     sets: dict[str, GraphDataset]
-    train_loader: DataLoader  # this process's share of each epoch; ``train_loader.rng`` orders the batches
-    eval_loaders: dict[str, DataLoader]  # val and test, whole, in dataset order
+    train_loader: Batches  # this process's share of each epoch; ``train_loader.rng`` orders the batches
+    eval_loaders: dict[str, Batches]  # val and test, whole, in dataset order
 
 
 @dataclass
@@ -89,7 +88,8 @@ def build_data(cfg: DictConfig, devices: Devices, world: World) -> Data:
     """Splits -> vocabulary -> graphs -> loaders. Too big for the machine is refused here, before the work,
     rather than killed mid-epoch; a split too big to hold as graphs gets its graphs built per batch."""
     t0 = time.perf_counter()
-    splits = load_splits(cfg.dataset, progress=cfg.trainer.progress)
+    bars = show_progress(bool(cfg.trainer.progress))  # on a terminal only, never in a multirun
+    splits = load_splits(cfg.dataset, progress=bars)
     vocab = Vocab.build(splits["train"]["tokens"], min_freq=int(cfg.dataset.get("min_freq", 1)))
     num_classes = num_classes_of(cfg.dataset, splits)
     construction = models.make_construction(cfg.graph, vocab, cfg.model)
@@ -99,12 +99,19 @@ def build_data(cfg: DictConfig, devices: Devices, world: World) -> Data:
         log.info(message, construction.name, cfg.dataset.name)
     cache = cfg.dataset.get("cache_dir")  # text datasets: parsed splits and their graphs on disk
     lazy = memory_plan(cfg, construction, {s: splits[s]["length"] for s in SPLITS}, devices)
-    sets = {s: GraphDataset(splits[s], vocab, construction, s, cfg.trainer.progress, cache, lazy[s]) for s in SPLITS}
+    sets = {s: GraphDataset(splits[s], vocab, construction, s, bars, cache, lazy[s]) for s in SPLITS}
     batch, seed, bucket = int(cfg.trainer.batch_size), int(cfg.seed), cfg.trainer.bucket_by_length
+    # on a GPU, a thread collates the next batches (labels pinned) while the model computes the current one
+    gpu = devices[0].type == "cuda"
+    ahead = {"prefetch": 2 if gpu else 0, "pin": gpu}
     train_loader = make_loader(
-        sets["train"], batch, shuffle=True, seed=seed, bucket=bucket, rank=world.rank, world=world.size
+        sets["train"], batch, shuffle=True, seed=seed, bucket=bucket, rank=world.rank, world=world.size, **ahead
     )
-    eval_loaders = {s: make_loader(sets[s], int(cfg.trainer.eval_batch_size), shuffle=False) for s in ("val", "test")}
+    # evaluation: big batches (trainer.eval_batch_size), collated once and served every epoch (held splits only)
+    eval_batch = int(cfg.trainer.eval_batch_size)
+    eval_loaders = {
+        s: make_loader(sets[s], eval_batch, shuffle=False, keep=not lazy[s], **ahead) for s in ("val", "test")
+    }
     sizes = {s: len(d) for s, d in sets.items()}
     log.info("data: %s in %.1fs, vocab %d, %s", sizes, time.perf_counter() - t0, len(vocab), construction)
     return Data(vocab, num_classes, construction, sets, train_loader, eval_loaders)
@@ -142,7 +149,7 @@ def fit(
         writer = csv.DictWriter(f, fieldnames=METRICS)
         writer.writeheader()
         writer.writerows(progress.rows)
-        settings = EpochSettings.from_config(cfg)
+        settings = EpochSettings.from_config(cfg, show_progress(bool(cfg.trainer.progress)))
         for epoch in range(progress.epoch + 1, settings.max_epochs + 1):
             t_epoch = time.perf_counter()
             train_loss, train_acc, eps, progress.step = train_epoch(
@@ -150,7 +157,7 @@ def fit(
             )
             progress.train_seconds += time.perf_counter() - t_epoch
             progress.seen_examples += len(data.sets["train"])
-            preds, labels, val_loss = predict(core, data.eval_loaders["val"], *devices)
+            preds, labels, val_loss = predict(core, data.eval_loaders["val"], *devices, settings.precision)
             val_acc = (preds == labels).float().mean().item()
             lr, seconds = scheduler.get_last_lr()[0], time.perf_counter() - t_epoch
             writer.writerow(
@@ -198,7 +205,8 @@ def test_and_report(
 ) -> dict:
     """Reload best.pt, score the test split (overall, and by depth, length and root), write results.json."""
     training.core.load_state_dict(load_checkpoint(out_dir / "checkpoints" / "best.pt")["model"])
-    preds, labels, test_loss = predict(training.core, data.eval_loaders["test"], *devices)
+    precision = EpochSettings.from_config(cfg).precision
+    preds, labels, test_loss = predict(training.core, data.eval_loaders["test"], *devices, precision)
     test = summarize(preds, labels, data.sets["test"].meta, data.num_classes)
     acc, best_val, best_epoch = test["accuracy"], progress.best_val, progress.best_epoch
     results = {
@@ -235,7 +243,9 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
     (out_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
     config = OmegaConf.to_container(cfg, resolve=True)
     seed_everything(int(cfg.seed))
-    devices, world = start_devices(cfg.device, checked.model.impl)  # torchrun's processes, else a world of one
+    # engine.placement decides the model's device, the graphs' and the impl; torchrun's processes, else a world of one
+    placement, world = start_devices(cfg.device, checked.model.impl)
+    devices = placement.devices
     data = build_data(cfg, devices, world)  # 1. data
     training = build_training(cfg, checked.model, data, devices[0], world)  # 2. model and optimiser
     resumed = find_resume(cfg, out_dir)  # 3. fit, from scratch or from where a checkpoint stopped

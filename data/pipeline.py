@@ -17,7 +17,7 @@ from pathlib import Path
 import datasets
 import dgl
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
 from tqdm.auto import tqdm
 
 from data.datasets import dataset_entry, dataset_names
@@ -229,17 +229,117 @@ class TrainBatches(torch.utils.data.Sampler):
         return -(-n // self.world)
 
 
+class Batches:
+    """Batches of ``(graph, labels)`` for a loop: ``collate`` of the dataset's examples, in the order ``batch_sampler``
+    gives (an iterable of index lists), as torch's DataLoader (no workers) makes them, with two ways to keep the
+    collating off a GPU's hot path:
+
+    * ``keep``: the batches of the first pass are kept and served again (evaluation: a fixed order);
+    * ``prefetch``: a thread collates up to that many batches ahead while the model computes (and, with
+      ``pin``, into pinned memory, so the copy to the GPU can be asynchronous).
+
+    Each pass draws one number from torch's global generator, as a DataLoader's iterator does, so a run's
+    dropout masks (and every committed number) are what they were with DataLoaders.
+    """
+
+    def __init__(self, ds, batch_sampler, keep: bool = False, prefetch: int = 0, pin: bool = False):
+        self.dataset, self.batch_sampler, self.keep, self.prefetch, self.pin = ds, batch_sampler, keep, prefetch, pin
+        self.kept: list | None = None
+
+    def __len__(self) -> int:
+        return len(self.batch_sampler)
+
+    def make(self, indices) -> tuple[dgl.DGLGraph, torch.Tensor]:
+        g, y = collate([self.dataset[i] for i in indices])
+        if self.pin:  # the labels; graphs stay as they are (PyPI's DGL cannot pin, and keeps them on the CPU)
+            y = y.pin_memory()
+        return g, y
+
+    def __iter__(self):
+        torch.empty((), dtype=torch.int64).random_()  # what DataLoader.__iter__ draws: the RNG stream stays put
+        if self.kept is not None:
+            return iter(self.kept)
+        made = self._made()
+        if not self.keep:
+            return made
+        return self._keeping(made)
+
+    def _keeping(self, made):
+        batches = []
+        for batch in made:
+            batches.append(batch)
+            yield batch
+        self.kept = batches
+
+    def _made(self):
+        if self.prefetch <= 0:
+            return (self.make(indices) for indices in self.batch_sampler)
+        return _ahead(map(self.make, self.batch_sampler), self.prefetch)
+
+
+def _ahead(items, depth: int):
+    """``items``, computed by a thread up to ``depth`` ahead of the consumer (its errors re-raised here)."""
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    done, stop = object(), threading.Event()
+
+    def put(item) -> bool:  # False once the consumer has gone
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work():
+        try:
+            for item in items:
+                if not put(item):
+                    return
+            put(done)
+        except BaseException as e:  # handed to the consumer
+            put(e)
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = q.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+
+
 def make_loader(
-    ds: GraphDataset, batch_size: int, shuffle: bool, seed: int = 0, bucket: bool = False, rank: int = 0, world: int = 1
-) -> DataLoader:
-    """Batches of graphs. Training (``shuffle``) uses :class:`TrainBatches`; evaluation keeps
-    dataset order. ``loader.rng`` is the generator that orders the batches (saved for resume)."""
+    ds: GraphDataset,
+    batch_size: int,
+    shuffle: bool,
+    seed: int = 0,
+    bucket: bool = False,
+    rank: int = 0,
+    world: int = 1,
+    keep: bool = False,
+    prefetch: int = 0,
+    pin: bool = False,
+) -> Batches:
+    """Batches of graphs (:class:`Batches`). Training (``shuffle``) uses :class:`TrainBatches`; evaluation keeps
+    dataset order (``keep``: collated once, served every epoch). ``loader.rng`` is the generator that orders
+    the training batches (saved for resume). ``prefetch``/``pin``: collate ahead in a thread, into pinned memory."""
     if shuffle:
         sampler = TrainBatches(ds.sizes, batch_size, seed, bucket, rank=rank, world=world)
-        loader = DataLoader(ds, batch_sampler=sampler, collate_fn=collate)
+        loader = Batches(ds, sampler, prefetch=prefetch, pin=pin)
         loader.rng = sampler.generator
         return loader
-    return DataLoader(ds, batch_size=batch_size, shuffle=False, collate_fn=collate)
+    order = [list(range(i, min(i + batch_size, len(ds)))) for i in range(0, len(ds), batch_size)]
+    return Batches(ds, order, keep=keep, prefetch=prefetch, pin=pin)
 
 
 def num_classes_of(cfg: Mapping, splits: dict) -> int:

@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from data.datasets import DATASETS, DatasetEntry, dataset_entry
 from data.graphs import GraphKind, graph_kind
 from engine.distributed import DEVICES
-from engine.loop import OPTIMISERS
+from engine.loop import OPTIMISERS, PRECISIONS
 from engine.tracking import MODES
 from models import model_config
 
@@ -38,6 +38,7 @@ def check_config(cfg: DictConfig) -> Checked:
         ("device", cfg.device, DEVICES),
         ("logger.mode", cfg.logger.mode, MODES),
         ("optim.name", cfg.optim.name, tuple(OPTIMISERS)),  # the optimisers train.py builds
+        ("trainer.precision", cfg.trainer.get("precision", "fp32"), PRECISIONS),
     ]
     for key, value, valid in choices:
         if value not in valid:

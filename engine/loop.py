@@ -5,6 +5,7 @@ metrics every ``trainer.log_every`` steps."""
 from __future__ import annotations
 
 import math
+import sys
 import time
 from dataclasses import dataclass
 
@@ -15,6 +16,22 @@ from tqdm.auto import tqdm
 from engine.distributed import SINGLE, World, all_sum
 from engine.tracking import Tracker
 
+PRECISIONS = ("fp32", "bf16")  # trainer.precision
+
+
+def show_progress(requested: bool) -> bool:
+    """tqdm bars only when asked for (``trainer.progress``), on a terminal, and not under a Hydra multirun: a
+    log file or a sweep gets one line per epoch and no carriage returns."""
+    if not requested or not sys.stderr.isatty():
+        return False
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        return HydraConfig.get().mode != RunMode.MULTIRUN
+    except (ImportError, ValueError):  # not under Hydra: a script or a test
+        return True
+
 
 @dataclass(frozen=True)
 class EpochSettings:
@@ -24,12 +41,18 @@ class EpochSettings:
     progress: bool  # a tqdm bar
     grad_clip: float | None  # 0 or None: no clipping (the norm is logged either way)
     phrase_loss: bool  # + the mean loss over every labelled word and phrase (SST)
-    log_every: int  # steps between W&B train/* logs
+    log_every: int  # steps between W&B train/* logs (and reads of the device: loss, accuracy, finite-loss check)
+    precision: str = "fp32"  # fp32 | bf16 (autocast)
 
     @classmethod
-    def from_config(cls, cfg) -> EpochSettings:
+    def from_config(cls, cfg, progress: bool | None = None) -> EpochSettings:
+        """``progress``: whether bars show (default ``trainer.progress``; train.py passes :func:`show_progress`)."""
         t = cfg.trainer
-        return cls(int(t.max_epochs), bool(t.progress), cfg.optim.grad_clip, bool(t.phrase_loss), int(t.log_every))
+        precision = str(t.get("precision", "fp32"))
+        if precision not in PRECISIONS:
+            raise ValueError(f"unknown trainer.precision {precision!r}; valid: {', '.join(PRECISIONS)}")
+        bars = bool(t.progress) if progress is None else progress
+        return cls(int(t.max_epochs), bars, cfg.optim.grad_clip, bool(t.phrase_loss), int(t.log_every), precision)
 
 
 def warmup_cosine(
@@ -95,6 +118,28 @@ def make_schedule(optimizer: torch.optim.Optimizer, total_steps: int, optim) -> 
     return SCHEDULES[name](optimizer, total_steps, float(optim.warmup_ratio), float(optim.min_lr_ratio))
 
 
+def check_finite(pending: list[tuple[int, torch.Tensor]]) -> None:
+    """Raise, naming the first step whose loss was not finite, among ``(step, loss)`` pairs kept since the last
+    check (one read of the device for them all), and forget them."""
+    if not pending:
+        return
+    values = torch.stack([loss for _, loss in pending]).float().cpu()
+    bad = (~torch.isfinite(values)).nonzero()
+    steps = [s for s, _ in pending]
+    pending.clear()
+    if len(bad):
+        i = int(bad[0])
+        raise ValueError(
+            f"loss is {values[i].item()} at step {steps[i]}; lower optim.lr or set optim.grad_clip "
+            "(checkpoints/last.pt holds the last good epoch)"
+        )
+
+
+def autocast(device: torch.device, precision: str):
+    """bf16 autocast for ``trainer.precision=bf16`` (CUDA, or the CPU's bf16 kernels), else nothing."""
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
+
+
 def train_epoch(
     model: torch.nn.Module,
     loader,
@@ -109,44 +154,48 @@ def train_epoch(
 ) -> tuple[float, float, float, int]:
     """One pass over the training split (this process's share of it); returns mean loss, accuracy and
     examples/s over all processes, and the last step. ``devices`` is (model's, graphs'); ``settings`` says
-    the rest (:class:`EpochSettings`)."""
+    the rest (:class:`EpochSettings`).
+
+    The host does not wait for the device at each step: the loss and the count of correct predictions add up
+    on the device, and are read every ``log_every`` steps (W&B's metrics, the bar, the finite-loss check,
+    which names the first bad step) and at the end of the epoch."""
     model.train()
-    loss_sum, correct, seen, start = 0.0, 0, 0, time.perf_counter()
+    device, graphs_on = devices
+    loss_sum = torch.zeros((), dtype=torch.float64, device=device)  # float64: as the Python floats it replaces
+    correct = torch.zeros((), dtype=torch.int64, device=device)
+    seen, start, pending = 0, time.perf_counter(), []
     bar = tqdm(
         loader,
         desc=f"epoch {epoch}/{settings.max_epochs}",
         leave=False,
         disable=not settings.progress or not world.main,
     )
-    device, graphs_on = devices
     grad_clip = settings.grad_clip
     for g, y in bar:
-        g, y = g.to(graphs_on), y.to(device)
-        if settings.phrase_loss:  # + the mean loss over every labelled word and phrase (SST)
-            logits, node_logits = model(g, nodes=True)  # (B, C), (N, C)
-            node_y = g.ndata["label"].to(device)
-            loss = F.cross_entropy(logits, y)
-            if (node_y >= 0).any():
-                loss = loss + F.cross_entropy(node_logits, node_y, ignore_index=-1)
-        else:
-            logits = model(g)  # (B, C)
-            loss = F.cross_entropy(logits, y)
-        if not torch.isfinite(loss):
-            raise ValueError(
-                f"loss is {loss.item()} at step {step}; lower optim.lr or set optim.grad_clip "
-                "(checkpoints/last.pt holds the last good epoch)"
-            )
+        g, y = g.to(graphs_on), y.to(device, non_blocking=True)
+        with autocast(device, settings.precision):
+            if settings.phrase_loss:  # + the mean loss over every labelled word and phrase (SST)
+                logits, node_logits = model(g, nodes=True)  # (B, C), (N, C)
+                node_y = g.ndata["label"]
+                loss = F.cross_entropy(logits, y)
+                if (node_y >= 0).any():  # on the graphs' device: the CPU, with PyPI's DGL
+                    loss = loss + F.cross_entropy(node_logits, node_y.to(device), ignore_index=-1)
+            else:
+                logits = model(g)  # (B, C)
+                loss = F.cross_entropy(logits, y)
+        pending.append((step, loss.detach()))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip if grad_clip else float("inf"))
         optimizer.step()
         scheduler.step()
         step += 1
-        loss_sum += loss.item() * len(y)
-        correct += (logits.argmax(-1) == y).sum().item()
+        loss_sum += loss.detach().double() * len(y)
+        correct += (logits.argmax(-1) == y).sum()
         seen += len(y)
-        bar.set_postfix(loss=f"{loss_sum / seen:.3f}", acc=f"{correct / seen:.3f}")
-        if step % settings.log_every == 0:
+        if step % settings.log_every == 0:  # the only reads of the device inside the epoch
+            check_finite(pending)
+            bar.set_postfix(loss=f"{loss_sum.item() / seen:.3f}", acc=f"{correct.item() / seen:.3f}")
             tracker.log(
                 {
                     "train/loss": loss.item(),
@@ -155,5 +204,7 @@ def train_epoch(
                 },
                 step=step,
             )
-    loss_sum, correct, seen = all_sum(world, loss_sum, correct, seen, device=device if device.type == "cuda" else None)
+    check_finite(pending)
+    totals = all_sum(world, loss_sum.item(), correct.item(), seen, device=device if device.type == "cuda" else None)
+    loss_sum, correct, seen = totals
     return loss_sum / seen, correct / seen, seen / (time.perf_counter() - start), step

@@ -363,11 +363,13 @@ class RecursiveEncoder(nn.Module):
 
     def forward(self, g: dgl.DGLGraph, nodes: bool = False):
         """Class logits (B, C); with ``nodes``, also every node's logits (N, C): Tai et al. (2015) classify
-        every phrase of SST with the classifier of the root."""
-        h = self.node_states(g)
-        if nodes:
-            return self.readout_logits(g, h), self.classifier(self.dropout(h))
-        return self.readout_logits(g, h)
+        every phrase of SST with the classifier of the root. In float32 under ``trainer.precision=bf16``: the
+        level-by-level scatter of states takes one dtype."""
+        with torch.autocast(self.classifier.weight.device.type, enabled=False):
+            h = self.node_states(g)
+            if nodes:
+                return self.readout_logits(g, h), self.classifier(self.dropout(h))
+            return self.readout_logits(g, h)
 
     def forward_reference(self, g: dgl.DGLGraph) -> torch.Tensor:
         return self.readout_logits(g, self.node_states_reference(g))
