@@ -33,6 +33,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 
 import models
+from data.cache import cache_root
 from data.datasets import SPLITS, dataset_entry
 from data.graphs import GraphConstruction
 from data.pipeline import GraphDataset, load_splits, make_loader, num_classes_of
@@ -97,7 +98,7 @@ def build_data(cfg: DictConfig, devices: Devices, world: World) -> Data:
     if no_trees and dataset_entry(cfg.dataset.name).text:
         message = "graph=%s on %s: no gold trees, so the dependency parse (as graph=dep)"
         log.info(message, construction.name, cfg.dataset.name)
-    cache = cfg.dataset.get("cache_dir")  # text datasets: parsed splits and their graphs on disk
+    cache = cache_root(cfg.dataset)  # built graphs on disk (data/cache.py: dataset.cache_dir or $TAGNN_CACHE_DIR)
     lazy = memory_plan(cfg, construction, {s: splits[s]["length"] for s in SPLITS}, devices)
     sets = {s: GraphDataset(splits[s], vocab, construction, s, cfg.trainer.progress, cache, lazy[s]) for s in SPLITS}
     batch, seed, bucket = int(cfg.trainer.batch_size), int(cfg.seed), cfg.trainer.bucket_by_length
