@@ -187,7 +187,7 @@ for label, (g, construction) in cases.items():
 #
 # `make bench` (`python -m bench.hardware_lottery`) times forward + backward of one encoder block for
 # every graph and $n$ from 16 to 1024 at a fixed 4096 tokens per batch, records peak memory, and
-# writes `bench/results/summary.md`. Its table of `sparse ms / dense ms` (above 1: dense is faster) is
+# writes `bench/results/cpu-2core/summary.md`. Its table of `sparse ms / dense ms` (above 1: dense is faster) is
 # the evidence behind the threshold above.
 
 # %%
