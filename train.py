@@ -36,7 +36,7 @@ import models
 from data.cache import cache_root
 from data.datasets import SPLITS, dataset_entry
 from data.graphs import GraphConstruction
-from data.pipeline import GraphDataset, load_splits, make_loader, num_classes_of
+from data.pipeline import GraphDataset, column, load_splits, make_loader, num_classes_of, token_counts
 from data.vocab import Vocab
 from engine.checkpoint import (
     Progress,
@@ -91,7 +91,7 @@ def build_data(cfg: DictConfig, devices: Devices, world: World) -> Data:
     rather than killed mid-epoch; a split too big to hold as graphs gets its graphs built per batch."""
     t0 = time.perf_counter()
     splits = load_splits(cfg.dataset, progress=cfg.trainer.progress)
-    vocab = Vocab.build(splits["train"]["tokens"], min_freq=int(cfg.dataset.get("min_freq", 1)))
+    vocab = Vocab.from_counts(token_counts(splits["train"]), min_freq=int(cfg.dataset.get("min_freq", 1)))
     num_classes = num_classes_of(cfg.dataset, splits)
     construction = models.make_construction(cfg.graph, vocab, cfg.model)
     no_trees = construction.kind.gold_tree and "parent" not in splits["train"].column_names
@@ -99,7 +99,7 @@ def build_data(cfg: DictConfig, devices: Devices, world: World) -> Data:
         message = "graph=%s on %s: no gold trees, so the dependency parse (as graph=dep)"
         log.info(message, construction.name, cfg.dataset.name)
     cache = cache_root(cfg.dataset)  # built graphs on disk (data/cache.py: dataset.cache_dir or $TAGNN_CACHE_DIR)
-    lazy = memory_plan(cfg, construction, {s: splits[s]["length"] for s in SPLITS}, devices)
+    lazy = memory_plan(cfg, construction, {s: column(splits[s], "length") for s in SPLITS}, devices)
     sets = {s: GraphDataset(splits[s], vocab, construction, s, cfg.trainer.progress, cache, lazy[s]) for s in SPLITS}
     batch, seed, bucket = int(cfg.trainer.batch_size), int(cfg.seed), cfg.trainer.bucket_by_length
     train_loader = make_loader(

@@ -61,13 +61,14 @@ def read(path: Path, what: str) -> bytes | None:
     """The payload of the cache file ``path``: None when it is absent, and None with one warning when it is
     damaged (``what`` names it in the warning); the caller then builds the data again and rewrites it."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            head = f.readline(200).rstrip(b"\n")
+            payload = f.read()
     except FileNotFoundError:
         return None
     except OSError as e:
         log.warning("%s cache %s unreadable (%s): building it again", what, path, e)
         return None
-    head, _, payload = data.partition(b"\n")
     fields = head.split(b" ")
     problem = None
     if len(fields) != 4 or b" ".join(fields[:2]) != MAGIC or not fields[2].isdigit():

@@ -11,6 +11,7 @@ import functools
 import io
 import logging
 import os
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -41,6 +42,19 @@ def with_defaults(cfg: Mapping) -> dict:
     them, so a checkpoint from before a key existed compares equal to the config that remakes its data."""
     entry = dataset_entry(cfg["name"]) if cfg.get("name") in dataset_names() else None
     return entry.upgrade(cfg) if entry is not None and entry.upgrade else dict(cfg)
+
+
+def column(ds: datasets.Dataset, name: str) -> list:
+    """One column as a list, converted by Arrow in one go (``ds[name]`` formats it row by row)."""
+    return ds.with_format("arrow")[name].to_pylist()
+
+
+def token_counts(ds: datasets.Dataset, name: str = "tokens") -> Counter:
+    """How often each token occurs in the split: the counts :meth:`Vocab.build` makes, counted by Arrow."""
+    import pyarrow.compute as pc
+
+    counted = pc.value_counts(pc.list_flatten(ds.with_format("arrow")[name]))
+    return Counter(dict(zip(counted.field("values").to_pylist(), counted.field("counts").to_pylist())))
 
 
 MODEL_SETTINGS = ("cls_id", "phrase_id", "pe", "pe_dim", "pe_graph")  # set from the model and vocabulary below
@@ -137,8 +151,8 @@ class GraphDataset(Dataset):
         else:
             packed = isinstance(self.graphs, PackedGraphs)
             self.sizes = self.graphs.num_nodes() if packed else [g.num_nodes() for g in self.graphs]
-        self.labels = torch.tensor(ds["label"], dtype=torch.long)
-        self.meta = {k: ds[k] for k in ("depth", "length", "group") if k in ds.column_names}
+        self.labels = torch.tensor(column(ds, "label"), dtype=torch.long)
+        self.meta = {k: column(ds, k) for k in ("depth", "length", "group") if k in ds.column_names}
 
     @functools.cached_property
     def _encoded(self) -> datasets.Dataset:
@@ -206,7 +220,7 @@ class GraphDataset(Dataset):
         return (self.graphs[i] if self.graphs is not None else self.build(i)), self.labels[i]
 
 
-GRAPHS_FORMAT = 2  # the graph cache's layout (pack_graphs); 1 was dgl.save_graphs
+GRAPHS_FORMAT = 3  # the graph cache's layout (pack_graphs); 1 was dgl.save_graphs
 
 
 def pack_graphs(graphs: list[dgl.DGLGraph]) -> dict | None:
@@ -220,15 +234,34 @@ def pack_graphs(graphs: list[dgl.DGLGraph]) -> dict | None:
         if sorted(g.ndata.keys()) != nkeys or sorted(g.edata.keys()) != ekeys or g.idtype != first.idtype:
             return None
     edges = [g.edges() for g in graphs]
+    ndata = {k: torch.cat([g.ndata[k] for g in graphs]) for k in nkeys}
+    edata = {k: torch.cat([g.edata[k] for g in graphs]) for k in ekeys}
     return {
         "idtype": str(first.idtype).removeprefix("torch."),
         "nodes": torch.tensor([g.num_nodes() for g in graphs], dtype=torch.long),
         "edges": torch.tensor([g.num_edges() for g in graphs], dtype=torch.long),
-        "src": torch.cat([s.int() for s, _ in edges]),
-        "dst": torch.cat([d.int() for _, d in edges]),
-        "ndata": {k: torch.cat([g.ndata[k] for g in graphs]) for k in nkeys},
-        "edata": {k: torch.cat([g.edata[k] for g in graphs]) for k in ekeys},
+        "src": _narrow(torch.cat([s for s, _ in edges])),  # local ids: int16 for graphs under 32k nodes
+        "dst": _narrow(torch.cat([d for _, d in edges])),
+        "ndata": {k: _narrow(v) for k, v in ndata.items()},
+        "edata": {k: _narrow(v) for k, v in edata.items()},
+        "dtypes": {
+            f"{where}/{k}": str(v.dtype).removeprefix("torch.")
+            for where, d in (("n", ndata), ("e", edata))
+            for k, v in d.items()
+        },
     }
+
+
+def _narrow(x: torch.Tensor) -> torch.Tensor:
+    """An integer tensor in the smallest integer type that holds its values exactly (cast back on reading)."""
+    if x.dtype not in (torch.int64, torch.int32) or not len(x):
+        return x
+    low, high = int(x.min()), int(x.max())
+    for dtype in (torch.int8, torch.int16, torch.int32):
+        info = torch.iinfo(dtype)
+        if info.min <= low and high <= info.max:
+            return x.to(dtype)
+    return x
 
 
 class PackedGraphs:
@@ -237,6 +270,7 @@ class PackedGraphs:
 
     def __init__(self, packed: dict):
         self.packed, self.idtype = packed, getattr(torch, packed["idtype"])
+        self.dtypes = {k: getattr(torch, v) for k, v in packed["dtypes"].items()}  # each data key's own dtype
         nodes, edges = packed["nodes"], packed["edges"]
         num_nodes, num_edges = int(nodes.sum()), int(edges.sum())
         if len(edges) != len(nodes) or any(len(v) != num_nodes for v in packed["ndata"].values()):
@@ -271,9 +305,9 @@ class PackedGraphs:
             (p["src"][e0:e1].to(self.idtype), p["dst"][e0:e1].to(self.idtype)), num_nodes=n1 - n0, idtype=self.idtype
         )
         for k, v in p["ndata"].items():
-            g.ndata[k] = v[n0:n1].clone()
+            g.ndata[k] = v[n0:n1].to(self.dtypes[f"n/{k}"])
         for k, v in p["edata"].items():
-            g.edata[k] = v[e0:e1].clone()
+            g.edata[k] = v[e0:e1].to(self.dtypes[f"e/{k}"])
         return g
 
 
