@@ -177,3 +177,14 @@ def test_same_training_result_from_cached_data(tmp_path, monkeypatch):
     for r in (first, second):
         assert r["test_acc"] == fresh["test_acc"] and r["best_val_acc"] == fresh["best_val_acc"]
         assert r["test_loss"] == fresh["test_loss"]  # the same weights: the same loss to the last bit
+
+
+def test_arrow_columns_and_counts_are_the_rows():
+    """train.py reads columns and the vocabulary's counts through Arrow: the same as going row by row."""
+    from data.pipeline import column, token_counts
+
+    splits = load_splits({**SMALL, "cache_dir": None}, progress=False)
+    ds = splits["train"].select(range(0, 120, 3))  # with an indices mapping, as a selected split has
+    assert column(ds, "length") == [len(t) for t in ds["tokens"]] and column(ds, "label") == list(ds["label"])
+    assert token_counts(ds) == Vocab.build(ds["tokens"]).counts
+    assert Vocab.from_counts(token_counts(ds), min_freq=3) == Vocab.build(ds["tokens"], min_freq=3)
