@@ -27,10 +27,9 @@ from data.datasets import dataset_entry
 from data.pipeline import GraphDataset, load_splits, make_loader
 from engine.checkpoint import load_checkpoint, load_model
 from engine.config import exit_on_user_error
-from engine.distributed import graph_device, pick_device
 from engine.evaluation import format_table, plot_confusion, predict, summarize
 from engine.io import write_json
-from models.encoder import IMPLS
+from engine.placement import IMPLS, Placement
 
 log = logging.getLogger("evaluate")
 
@@ -44,9 +43,8 @@ def evaluate(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
         if cfg.impl not in IMPLS:
             raise ValueError(f"unknown impl {cfg.impl!r}; valid: {', '.join(IMPLS)}")
         model.impl = cfg.impl
-    device = pick_device(cfg.device)
-    devices = (device, graph_device(device, model.impl))
-    model.to(device)
+    devices = Placement.decide(cfg.device, model.impl).devices  # the model's device, the graphs'
+    model.to(devices[0])
 
     data_cfg, other = config["dataset"], cfg.get("dataset")
     if other is not None:  # another dataset's split, scored with this checkpoint's labels

@@ -236,7 +236,9 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
     (out_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
     config = OmegaConf.to_container(cfg, resolve=True)
     seed_everything(int(cfg.seed))
-    devices, world = start_devices(cfg.device, checked.model.impl)  # torchrun's processes, else a world of one
+    # engine.placement decides the model's device, the graphs' and the impl; torchrun's processes, else a world of one
+    placement, world = start_devices(cfg.device, checked.model.impl)
+    devices = placement.devices
     data = build_data(cfg, devices, world)  # 1. data
     training = build_training(cfg, checked.model, data, devices[0], world)  # 2. model and optimiser
     resumed = find_resume(cfg, out_dir)  # 3. fit, from scratch or from where a checkpoint stopped

@@ -1,6 +1,7 @@
 """Where a run computes, and with how many processes.
 
-Devices: the model on ``device=auto|cpu|cuda``, its graphs wherever this DGL build can put them.
+Devices: ``engine/placement.py`` decides (the model on ``device=auto|cpu|cuda``, its graphs wherever this
+DGL build can put them, the impl); this module starts the processes.
 
 Several processes, one model: ``torchrun --nproc_per_node=N train.py ...`` with PyTorch DDP.
 
@@ -19,37 +20,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-log = logging.getLogger("train")  # train.py's logger: warnings read ``[train]`` in train.log, as they always have
-DEVICES = ("auto", "cpu", "cuda")
-
-
-def pick_device(name: str) -> torch.device:
-    """``auto`` takes CUDA when torch sees a GPU, else the CPU."""
-    if name not in DEVICES:
-        raise ValueError(f"unknown device {name!r}; valid: {', '.join(DEVICES)}")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device=cuda but torch sees no GPU; use device=auto or device=cpu")
-    return torch.device("cuda" if name == "cuda" or (name == "auto" and torch.cuda.is_available()) else "cpu")
-
-
-def graph_device(device: torch.device, impl: str) -> torch.device:
-    """Where batched DGL graphs live: on ``device`` if this DGL build can put them there, else on the
-    CPU, and then only the dense impl can train (PyPI's DGL wheel has no CUDA)."""
-    if device.type == "cpu":
-        return device
-    import dgl
-
-    try:
-        dgl.graph(([0], [0])).to(device)
-        return device
-    except Exception:
-        if impl == "sparse":
-            raise ValueError(
-                "model.impl=sparse needs DGL with CUDA on a GPU, and this DGL build is CPU-only: install DGL's "
-                "CUDA wheel (docs/troubleshooting.md) or use model.impl=dense or model.impl=auto"
-            ) from None
-        log.warning("this DGL build is CPU-only: graphs stay on the CPU, the model runs dense on %s", device)
-        return torch.device("cpu")
+from engine.placement import DEVICES, Placement, graph_device, pick_device  # noqa: F401  (re-exported)
 
 
 @dataclass(frozen=True)
@@ -76,9 +47,10 @@ def start(use_cuda: bool) -> World:
     return World(dist.get_rank(), size, int(os.environ.get("LOCAL_RANK", "0")))
 
 
-def start_devices(device: str, impl: str) -> tuple[tuple[torch.device, torch.device], World]:
-    """The devices (the model's, the graphs') and the processes a run trains on: under ``torchrun`` on GPUs,
-    each process takes the GPU of its local rank; only rank 0 logs below warnings."""
+def start_devices(device: str, impl: str) -> tuple[Placement, World]:
+    """The placement (the model's device, the graphs', the impl: :class:`engine.placement.Placement`) and the
+    processes a run trains on: under ``torchrun`` on GPUs, each process takes the GPU of its local rank; only
+    rank 0 logs below warnings."""
     model_device = pick_device(device)
     world = start(model_device.type == "cuda")
     if model_device.type == "cuda" and world.size > 1:
@@ -86,7 +58,7 @@ def start_devices(device: str, impl: str) -> tuple[tuple[torch.device, torch.dev
         torch.cuda.set_device(model_device)
     if not world.main:  # one log, from rank 0
         logging.getLogger().setLevel(logging.WARNING)
-    return (model_device, graph_device(model_device, impl)), world
+    return Placement.decide(model_device, impl), world
 
 
 def all_sum(world: World, *values: float, device=None) -> list[float]:

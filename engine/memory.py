@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from data.graphs import GraphConstruction
+from engine.placement import Placement, choose_impl
 from models import family_of, model_config
 
 FLOATS_PER_EDGE_HEAD = 6  # sparse: per edge and head, per layer (measured: about 2 for the Transformer)
@@ -80,23 +81,25 @@ def estimate_bytes(model_cfg, construction: GraphConstruction, n: int, batch: in
 
 
 def runs_dense(model_cfg, construction: GraphConstruction, n: int, devices) -> bool:
-    """Will a batch of n-token sentences run on the dense path? As ``GraphEncoder.choose_impl`` decides:
-    always with impl=dense; with auto, when the graphs cannot follow the model to its device (DGL's CPU
-    wheel and a GPU) or when edges fill at least ``dense_min_density`` of the padded pairs."""
+    """Will a batch of n-token sentences run on the dense path? As ``engine.placement.choose_impl`` decides
+    for every batch: always with impl=dense; with auto, when the graphs cannot follow the model to its device
+    (DGL's CPU wheel and a GPU), on a GPU up to ``GPU_DENSE_MAX_NODES`` nodes, else when edges fill at least
+    ``dense_min_density`` of the padded pairs. ``devices``: (the model's, the graphs'), or a ``Placement``."""
     config = model_config(model_cfg)
     impl = config.impl
     if family_of(config.name).memory == "one_pass" or impl == "sparse":
         return False
-    if impl == "dense" or devices[1] != devices[0]:
-        return True
+    model_device, graphs = devices.devices if isinstance(devices, Placement) else devices
     width = nodes_per_graph(construction, n)
-    return edges_per_graph(construction, n) / width**2 >= config.dense_min_density
+    density = lambda: edges_per_graph(construction, n) / width**2  # noqa: E731
+    return choose_impl(impl, model_device, graphs, width, density, config.dense_min_density) == "dense"
 
 
 def memory_plan(cfg, construction: GraphConstruction, lengths: dict[str, list[int]], devices) -> dict[str, bool]:
     """Which splits build their graphs batch by batch (``GraphDataset(lazy=True)``): those whose graphs
     would take more than half the free memory. Raises a one-line ValueError, before any work, if the
     graphs held plus one training step on a batch of the longest training sentences would not fit."""
+    devices = devices.devices if isinstance(devices, Placement) else devices
     free = free_bytes(devices[0])
     budget = HELD_SHARE * (free if free is not None else UNKNOWN_FREE)
     held = {s: BYTES_PER_HELD_EDGE * held_edges(construction, n) for s, n in lengths.items()}

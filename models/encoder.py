@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from data.graphs import EDGE_TYPES, PE_GRAPHS, STRUCTURAL_PE, GraphKind
+from engine.placement import IMPLS, choose_impl
 from models.aggregators import AGGREGATORS, DEFAULT_AGGREGATOR
 from models.dense import DenseGraph, to_dense
 from models.embeddings import EmbeddingOptions, len_of, make_embedding
@@ -35,7 +36,6 @@ from models.registry import ModelFamily, build_model, register_family, typed_fie
 READOUTS = ("mean", "root", "cls")
 POSITIONAL = ("sinusoidal", "none") + STRUCTURAL_PE
 NORMS = ("pre", "post")
-IMPLS = ("sparse", "dense", "auto")
 UPDATES = ("residual", "gru")
 
 
@@ -102,8 +102,9 @@ class GraphEncoder(nn.Module):
     the encoder needs it only for a dynamic construction (kNN), whose edges it rebuilds from each layer's
     features, and to know a complete graph when it sees one. ``impl`` picks how aggregation runs:
     ``sparse`` (DGL message passing), ``dense`` (padded batch + adjacency mask, ``models/dense.py``)
-    or ``auto`` (dense when edges / (B * n_max^2), the share of the padded batch's n x n pairs that
-    are edges, is at least ``dense_min_density``, or when DGL cannot follow the model to its device).
+    or ``auto``: ``engine.placement`` decides (on the CPU, dense when edges / (B * n_max^2), the share of the
+    padded batch's n x n pairs that are edges, is at least ``dense_min_density``; on a GPU, dense up to
+    ``GPU_DENSE_MAX_NODES`` nodes per graph; dense whenever DGL cannot follow the model to its device).
     Both impls share every parameter.
     """
 
@@ -177,21 +178,17 @@ class GraphEncoder(nn.Module):
         return self.construction is not None and self.construction.dynamic
 
     def choose_impl(self, g: dgl.DGLGraph) -> str:
-        """sparse or dense for this batch (see the class docstring)."""
-        device = self.device
-        if g.device != device:  # a CPU-only DGL keeps graphs on the CPU; only the dense path can follow
-            if self.impl == "sparse":
-                raise ValueError(
-                    f"model.impl=sparse needs DGL graphs on {device}, but this DGL build cannot put them there: "
-                    "install DGL's CUDA wheel (docs/troubleshooting.md) or use model.impl=dense or auto"
-                )
-            return "dense"
-        if self.impl != "auto":
-            return self.impl
-        sizes = g.batch_num_nodes().double()
-        edges = sum(self.construction.edge_count(int(n)) for n in sizes) if self.dynamic else g.num_edges()
-        padded_pairs = len(sizes) * sizes.max() ** 2  # what the dense twin computes, padding included
-        return "dense" if edges / padded_pairs >= self.dense_min_density else "sparse"
+        """sparse or dense for this batch: ``engine.placement.choose_impl`` decides (see the class docstring)."""
+
+        def n_max() -> int:  # nodes of the largest graph (asked on a GPU only)
+            return int(g.batch_num_nodes().max())
+
+        def density() -> float:  # edges / (B * n_max^2): the share of the padded pairs that are edges
+            sizes = g.batch_num_nodes().double()
+            edges = sum(self.construction.edge_count(int(n)) for n in sizes) if self.dynamic else g.num_edges()
+            return edges / (len(sizes) * sizes.max() ** 2)
+
+        return choose_impl(self.impl, self.device, g.device, n_max, density, self.dense_min_density)
 
     def embed_nodes(self, g: dgl.DGLGraph) -> torch.Tensor:
         """h⁰ = Embed(tok) + PE(pos), (N, d), on the model's device."""

