@@ -24,7 +24,7 @@ float32 on the CPU).
 What the machine cannot run (DGL's message passing on a GPU without DGL's CUDA build) is skipped with one
 line; everything else runs. Writes to ``--out`` (default bench/results/<machine>/, e.g. ``cpu-2core``,
 ``nvidia-h100``; ``--machine`` names it): ``layer.csv``, ``layer.png`` (time vs n, one line per impl, one
-panel per graph), ``attention.csv``, ``summary.md`` (the ratio tables docs/hardware_lottery.md shows, with
+panel per graph), ``attention.csv`` and ``attention.md``, ``summary.md`` (the ratio tables docs/hardware_lottery.md shows, with
 the machine), ``overheads.csv``, ``training.csv``. Peak memory is what one forward + backward allocates above what was live before
 it: ``torch.cuda.max_memory_allocated`` on a GPU, sampled live C-heap bytes on the CPU.
 """
@@ -669,9 +669,17 @@ def main(argv=None) -> int:
     rows = [] if "layers" in args.skip else measure_layers(args, device, args.graphs, args.impls, args.ns)
     if rows:
         write_csv(out / "layer.csv", rows)
+    start = time.perf_counter()
     attention = [] if "attention" in args.skip else measure_attention(args, device, args.dgl_on_device)
-    if attention:
+    if attention:  # its own table too, so the section can be rerun alone (--skip layers memory overheads training)
         write_csv(out / "attention.csv", attention)
+        command = "python -m bench.hardware_lottery " + " ".join(sys.argv[1:] if argv is None else argv)
+        head = (
+            f"`{command.strip()}` on {machine}: {time.perf_counter() - start:.0f} s. Median of {args.repeat} "
+            f"forward + backward passes of one attention layer on the same q, k, v; {args.attn_tokens} tokens per "
+            "batch (MiniLM's shape: twice that on a GPU), batch = tokens // n copies of one graph of n tokens."
+        )
+        (out / "attention.md").write_text("\n".join([head, *attention_summary(attention)]) + "\n")
     memory = {(r["graph"], r["impl"], r["n"]): r["peak_mib"] for r in rows if "peak_mib" in r}
     overheads = [] if "overheads" in args.skip else measure_overheads(args, device, args.ns)
     training = [] if "training" in args.skip else measure_training(args, args.impls)
@@ -682,7 +690,8 @@ def main(argv=None) -> int:
     if rows:
         plot(rows, out / "layer.png", machine)
     text = summary(rows, overheads, training, memory, machine, args, attention)
-    (out / "summary.md").write_text(text + "\n")
+    if rows:  # without the layer section, summary.md (its tables) is left as it was
+        (out / "summary.md").write_text(text + "\n")
     print(text)
     return 0
 

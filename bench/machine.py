@@ -15,15 +15,19 @@ from pathlib import Path
 
 import torch
 
+from engine import placement
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 
 
 def pick_device(name: str) -> torch.device:
-    """``auto``: CUDA when torch sees a GPU, else the CPU. ``cuda`` without one stops with one line."""
-    if name == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("error: --device cuda but torch sees no GPU (torch.cuda.is_available() is False)")
-    return torch.device("cuda" if name == "cuda" or (name == "auto" and torch.cuda.is_available()) else "cpu")
+    """The device, as a training run picks it (``engine.placement.pick_device``: ``auto`` takes CUDA when torch
+    sees a GPU); a device that cannot be had stops the benchmark with one line."""
+    try:
+        return placement.pick_device(name)
+    except ValueError as e:
+        raise SystemExit(f"error: --device {name}: {e}") from None
 
 
 def machine_slug(device: torch.device) -> str:
@@ -53,23 +57,9 @@ def results_dir(args, device: torch.device) -> Path:
 
 
 def sparse_available(device: torch.device) -> bool:
-    """Whether DGL's message passing runs on ``device``: always on the CPU; on a GPU only with DGL's CUDA build
-    (PyPI ships none). Asked of the placement module when there is one (engine/placement.py), else tried."""
-    try:
-        from engine import placement  # the one decision of where a run computes, when this checkout has it
-    except ImportError:
-        placement = None
-    if placement is not None and hasattr(placement, "sparse_available"):
-        return bool(placement.sparse_available(device))
-    if device.type == "cpu":
-        return True
-    try:
-        import dgl
-
-        dgl.graph(([0], [0])).to(device)
-        return True
-    except Exception:
-        return False
+    """Whether DGL's message passing runs on ``device``: the placement decision a training run reads
+    (``engine.placement.sparse_available``: always on the CPU; on a GPU only with DGL's CUDA build)."""
+    return placement.sparse_available(device)
 
 
 def sparse_skip_line(device: torch.device, instead: str = "") -> str:

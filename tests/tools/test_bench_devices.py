@@ -57,6 +57,8 @@ def test_hardware_lottery_attention_section_has_all_three_where_dgl_runs(tmp_pat
         for i in lottery.ATTENTION_IMPLS
     }
     assert all(float(r["ms"]) > 0 for r in rows)
+    assert "stock torch ms / dense SDPA ms" in (tmp_path / "attention.md").read_text()
+    assert not (tmp_path / "summary.md").exists()  # without the layer section its tables are left alone
     big = ["--quick", "--skip", "layers", "memory", "overheads", "training", "--out", str(tmp_path / "capped")]
     assert lottery.main([*big, "--attn-graphs", "complete", "--attn-max-edges", "100"]) == 0
     (line,) = skip_lines(capsys.readouterr().out)  # every cell over the cap, in one line
