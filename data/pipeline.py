@@ -163,25 +163,27 @@ class GraphDataset(Dataset):
     def ids(self) -> list:
         # a construction on a model's own tokens (data.wordpiece.PieceConstruction) tokenises the words itself
         reads_words = getattr(self.construction, "reads_words", False)
-        return self._encoded["tokens" if reads_words else "ids"]
+        return column(self._encoded, "tokens" if reads_words else "ids")
 
     @functools.cached_property
     def heads(self) -> list:
-        return self._encoded["heads"] if "heads" in self._ds.column_names else [None] * len(self._ds)
+        return column(self._encoded, "heads") if "heads" in self._ds.column_names else [None] * len(self._ds)
 
     @functools.cached_property
     def gold(self) -> list:
         cols = self._ds.column_names
-        return list(zip(self._encoded["parent"], self._encoded["slot"])) if "parent" in cols else [None] * len(self._ds)
+        if "parent" not in cols:
+            return [None] * len(self._ds)
+        return list(zip(column(self._encoded, "parent"), column(self._encoded, "slot")))
 
     @functools.cached_property
     def node_labels(self) -> list | None:
         has_labels = "node_labels" in self._ds.column_names and not getattr(self.construction, "reads_words", False)
-        return self._encoded["node_labels"] if has_labels else None  # word pieces are not the treebank's nodes
+        return column(self._encoded, "node_labels") if has_labels else None  # word pieces are not the treebank's nodes
 
     @functools.cached_property
     def unknown_share(self) -> float:
-        unk, ids = self._vocab.stoi["<unk>"], self._encoded["ids"]
+        unk, ids = self._vocab.stoi["<unk>"], column(self._encoded, "ids")
         return sum(i == unk for row in ids for i in row) / max(1, sum(len(row) for row in ids))
 
     def build(self, i: int) -> dgl.DGLGraph:
