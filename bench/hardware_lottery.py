@@ -35,6 +35,7 @@ import argparse
 import csv
 import ctypes
 import json
+import os
 import platform
 import statistics
 import sys
@@ -676,7 +677,8 @@ def main(argv=None) -> int:
         write_csv(out / "attention.csv", attention)
         command = "python -m bench.hardware_lottery " + " ".join(sys.argv[1:] if argv is None else argv)
         head = (
-            f"`{command.strip()}` on {machine}: {time.perf_counter() - start:.0f} s. Median of {args.repeat} "
+            f"`{command.strip()}` on {machine}: {time.perf_counter() - start:.0f} s, load average "
+            f"{os.getloadavg()[0]:.1f} at the end (other jobs share the machine). Median of {args.repeat} "
             f"forward + backward passes of one attention layer on the same q, k, v; {args.attn_tokens} tokens per "
             "batch (MiniLM's shape: twice that on a GPU), batch = tokens // n copies of one graph of n tokens."
         )
