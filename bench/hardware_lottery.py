@@ -304,19 +304,19 @@ def measure_attention(args, device, sparse: bool) -> list[dict]:
                 steps, b, edges = attention_steps(graph, n, tokens, heads, dim, dtype, device, sparse)
                 for impl, step in steps.items():
                     row = {"shape": shape, "dtype": str(dtype).removeprefix("torch."), "graph": graph, "n": n}
-                    row |= {
-                        "batch": b,
-                        "edges": edges,
-                        "impl": impl,
-                        "ms": round(1000 * timed(step, device, args.repeat), 3),
-                    }
-                    rows.append(row)
-                    print(json.dumps(row), flush=True)
+                    try:
+                        ms = round(1000 * timed(step, device, args.repeat), 3)
+                    except torch.cuda.OutOfMemoryError:  # a GPU's memory, not the edge cap, was the limit
+                        torch.cuda.empty_cache()
+                        skipped.append(f"{shape}/{graph}/n={n}/{impl} (out of GPU memory)")
+                        continue
+                    rows.append(row | {"batch": b, "edges": edges, "impl": impl, "ms": ms})
+                    print(json.dumps(rows[-1]), flush=True)
                 del steps
     if skipped:
         print(
-            f"skipped: {len(skipped)} attention cells over --attn-max-edges {args.attn_max_edges:.0f}: "
-            + ", ".join(skipped),
+            f"skipped: {len(skipped)} attention cells over --attn-max-edges {args.attn_max_edges:.0f} "
+            "or out of memory: " + ", ".join(skipped),
             flush=True,
         )
     return rows

@@ -252,7 +252,7 @@ def run_case(args, device, meter, model_name, graph, impl, n) -> dict:
         if device.type != "cpu" and args.dgl_on_device:
             g = g.to(device)
         seconds, peak, _ = measure(model, g, labels.to(device), meter, args.repeats)
-    except (RuntimeError, MemoryError) as e:
+    except (RuntimeError, MemoryError, dgl.DGLError) as e:  # recorded as skipped, the run goes on
         row["skipped"] = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
         return row
     finally:
