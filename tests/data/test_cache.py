@@ -188,3 +188,31 @@ def test_arrow_columns_and_counts_are_the_rows():
     assert column(ds, "length") == [len(t) for t in ds["tokens"]] and column(ds, "label") == list(ds["label"])
     assert token_counts(ds) == Vocab.build(ds["tokens"]).counts
     assert Vocab.from_counts(token_counts(ds), min_freq=3) == Vocab.build(ds["tokens"], min_freq=3)
+
+
+def _write_many(path, seed):
+    for i in range(30):
+        cache.write(path, bytes([seed]) * (200_000 + i))
+
+
+def test_parallel_writers_never_leave_a_partial_file(tmp_path, caplog):
+    """Sweep jobs building the same data at once: every read sees a whole file (or none), no warning."""
+    import multiprocessing
+
+    path = tmp_path / "graphs" / "train-key.bin"
+    ctx = multiprocessing.get_context("fork")
+    writers = [ctx.Process(target=_write_many, args=(path, seed)) for seed in (1, 2, 3)]
+    for w in writers:
+        w.start()
+    seen = set()
+    with caplog.at_level(logging.WARNING):
+        while any(w.is_alive() for w in writers):
+            payload = cache.read(path, "graph")
+            if payload is not None:
+                assert len(set(payload)) == 1  # one writer's bytes, whole
+                seen.add(payload[0])
+    for w in writers:
+        w.join()
+        assert w.exitcode == 0
+    assert not warnings_of(caplog) and seen
+    assert sorted(p.name for p in path.parent.iterdir()) == ["train-key.bin"]  # no temporary file left behind
