@@ -299,6 +299,27 @@ class PackedGraphs:
     def __iter__(self):
         return (self[i] for i in range(len(self)))
 
+    def batch(self, indices: list[int]) -> dgl.DGLGraph:
+        """The batched graph of ``indices`` made straight from the arrays, in one ``dgl.graph`` call: equal to
+        ``dgl.batch([self[i] for i in indices])`` without making the graphs one by one (for a collate that
+        wants it; the loaders batch ``self[i]`` today)."""
+        p, ns, es = self.packed, self.node_start, self.edge_start
+        nodes = [ns[i + 1] - ns[i] for i in indices]
+        edges = [es[i + 1] - es[i] for i in indices]
+        offsets = torch.tensor([0, *nodes[:-1]], dtype=torch.long).cumsum(0).repeat_interleave(torch.tensor(edges))
+        node_rows = torch.cat([torch.arange(ns[i], ns[i + 1]) for i in indices])
+        edge_rows = torch.cat([torch.arange(es[i], es[i + 1]) for i in indices])
+        src = p["src"][edge_rows].to(self.idtype) + offsets
+        dst = p["dst"][edge_rows].to(self.idtype) + offsets
+        g = dgl.graph((src, dst), num_nodes=sum(nodes), idtype=self.idtype)
+        for k, v in p["ndata"].items():
+            g.ndata[k] = v[node_rows].to(self.dtypes[f"n/{k}"])
+        for k, v in p["edata"].items():
+            g.edata[k] = v[edge_rows].to(self.dtypes[f"e/{k}"])
+        g.set_batch_num_nodes(torch.tensor(nodes, dtype=self.idtype))
+        g.set_batch_num_edges(torch.tensor(edges, dtype=self.idtype))
+        return g
+
     def _make(self, i: int) -> dgl.DGLGraph:
         p = self.packed
         n0, n1 = self.node_start[i], self.node_start[i + 1]

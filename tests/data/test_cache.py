@@ -216,3 +216,18 @@ def test_parallel_writers_never_leave_a_partial_file(tmp_path, caplog):
         assert w.exitcode == 0
     assert not warnings_of(caplog) and seen
     assert sorted(p.name for p in path.parent.iterdir()) == ["train-key.bin"]  # no temporary file left behind
+
+
+def test_packed_graphs_batch_equals_dgl_batch(tmp_path):
+    import dgl
+
+    from data.pipeline import PackedGraphs, pack_graphs
+
+    ds, vocab, construction = graph_sets(tmp_path)
+    fresh = GraphDataset(ds, vocab, construction, "val", progress=False)
+    packed = PackedGraphs(pack_graphs(fresh.graphs))
+    indices = [5, 0, 17, 3, 29]
+    mine, theirs = packed.batch(indices), dgl.batch([fresh.graphs[i] for i in indices])
+    same_graphs([mine], [theirs])
+    assert torch.equal(mine.batch_num_nodes(), theirs.batch_num_nodes())
+    assert torch.equal(mine.batch_num_edges(), theirs.batch_num_edges())
