@@ -32,9 +32,10 @@ from omegaconf import DictConfig, OmegaConf
 from torch.nn.parallel import DistributedDataParallel
 
 import models
+from data.cache import cache_root
 from data.datasets import SPLITS, dataset_entry
 from data.graphs import GraphConstruction
-from data.pipeline import Batches, GraphDataset, load_splits, make_loader, num_classes_of
+from data.pipeline import Batches, GraphDataset, column, load_splits, make_loader, num_classes_of, token_counts
 from data.vocab import Vocab
 from engine.checkpoint import (
     Progress,
@@ -90,15 +91,15 @@ def build_data(cfg: DictConfig, devices: Devices, world: World) -> Data:
     t0 = time.perf_counter()
     bars = show_progress(bool(cfg.trainer.progress))  # on a terminal only, never in a multirun
     splits = load_splits(cfg.dataset, progress=bars)
-    vocab = Vocab.build(splits["train"]["tokens"], min_freq=int(cfg.dataset.get("min_freq", 1)))
+    vocab = Vocab.from_counts(token_counts(splits["train"]), min_freq=int(cfg.dataset.get("min_freq", 1)))
     num_classes = num_classes_of(cfg.dataset, splits)
     construction = models.make_construction(cfg.graph, vocab, cfg.model)
     no_trees = construction.kind.gold_tree and "parent" not in splits["train"].column_names
     if no_trees and dataset_entry(cfg.dataset.name).text:
         message = "graph=%s on %s: no gold trees, so the dependency parse (as graph=dep)"
         log.info(message, construction.name, cfg.dataset.name)
-    cache = cfg.dataset.get("cache_dir")  # text datasets: parsed splits and their graphs on disk
-    lazy = memory_plan(cfg, construction, {s: splits[s]["length"] for s in SPLITS}, devices)
+    cache = cache_root(cfg.dataset)  # built graphs on disk (data/cache.py: dataset.cache_dir or $TAGNN_CACHE_DIR)
+    lazy = memory_plan(cfg, construction, {s: column(splits[s], "length") for s in SPLITS}, devices)
     sets = {s: GraphDataset(splits[s], vocab, construction, s, bars, cache, lazy[s]) for s in SPLITS}
     batch, seed, bucket = int(cfg.trainer.batch_size), int(cfg.seed), cfg.trainer.bucket_by_length
     # on a GPU, a thread collates the next batches (labels pinned) while the model computes the current one

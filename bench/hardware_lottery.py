@@ -12,9 +12,20 @@ mask) and ``impl=auto``, and records peak memory. It also times:
   * our sparse aggregator against the textbook DGL built-ins version (``reference_attention``),
   * train.py's loop, examples/s per impl.
 
-Writes to ``--out`` (default bench/results/): ``layer.csv``, ``layer.png`` (time vs n, one line per
-impl, one panel per graph), ``summary.md`` (the ratio tables docs/hardware_lottery.md shows, with the machine),
-``training.csv``. Peak memory is what one forward + backward allocates above what was live before
+The attention section measures the lottery itself on the same ``q``, ``k``, ``v``: one attention layer,
+forward + backward, as message passing along the edges in stock torch (``models/torch_mp.py``: gather,
+segment softmax, scatter; runs on any device), as DGL's ``u_dot_v -> edge_softmax -> u_mul_e`` (where this
+DGL build runs on the device) and as ``scaled_dot_product_attention`` masked by the adjacency (no mask on
+complete graphs), for two shapes: d = 64 in 4 heads (float32) and MiniLM's 12 heads of 32 (bfloat16 on a GPU,
+float32 on the CPU).
+
+    python -m bench.hardware_lottery --device cuda   # on a GPU (../shared/gpu/README.md): sparse DGL is skipped
+
+What the machine cannot run (DGL's message passing on a GPU without DGL's CUDA build) is skipped with one
+line; everything else runs. Writes to ``--out`` (default bench/results/<machine>/, e.g. ``cpu-2core``,
+``nvidia-h100``; ``--machine`` names it): ``layer.csv``, ``layer.png`` (time vs n, one line per impl, one
+panel per graph), ``attention.csv`` and ``attention.md``, ``summary.md`` (the ratio tables docs/hardware_lottery.md shows, with
+the machine), ``overheads.csv``, ``training.csv``. Peak memory is what one forward + backward allocates above what was live before
 it: ``torch.cuda.max_memory_allocated`` on a GPU, sampled live C-heap bytes on the CPU.
 """
 
@@ -24,6 +35,7 @@ import argparse
 import csv
 import ctypes
 import json
+import os
 import platform
 import statistics
 import sys
@@ -43,13 +55,19 @@ from torch import nn
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.machine import add_arguments, pick_device, results_dir, sparse_available, sparse_skip_line  # noqa: E402
 from data.graphs import GraphConstruction  # noqa: E402
 from models.dense import to_dense  # noqa: E402
 from models.encoder import Block, GraphEncoder  # noqa: E402
+from models.torch_mp import mp_attention  # noqa: E402
 
 GRAPHS = ("complete", "tree", "window", "knn", "none")
 IMPLS = ("sparse", "dense", "auto")
 NS = (16, 32, 64, 128, 256, 512, 1024)
+# the attention section: (heads, head dim, dtype on a GPU); float32 on the CPU
+SHAPES = {"d64, 4 heads": (4, 16, torch.float32), "MiniLM, 12 heads of 32": (12, 32, torch.bfloat16)}
+ATTENTION_GRAPHS = ("complete", "window", "bpt", "tree")
+ATTENTION_IMPLS = ("torch_mp", "dgl_sparse", "sdpa_dense")
 
 
 # --------------------------------------------------------------------------------------------
@@ -181,7 +199,7 @@ def measure_layers(args, device, graphs, impls, ns) -> list[dict]:
     for graph in graphs:
         for n in ns:
             g, construction = make_batch(graph, n, args.tokens, k=args.k)
-            g = g.to(device) if device.type == "cpu" or args.dgl_on_device else g
+            g = g.to(device) if args.dgl_on_device else g
             torch.manual_seed(0)
             model = GraphEncoder(
                 8,
@@ -197,7 +215,7 @@ def measure_layers(args, device, graphs, impls, ns) -> list[dict]:
             x = torch.randn(g.num_nodes(), args.dim, device=device)
             density = (construction.k + 1) / n if graph == "knn" else g.num_edges() / (g.num_nodes() * n)
             for impl in impls:
-                if impl == "sparse" and device.type != "cpu" and not args.dgl_on_device:
+                if impl == "sparse" and not args.dgl_on_device:  # said once, in main
                     continue
                 step, chosen = layer_step(model, g, impl, x)
                 seconds = timed(step, device, args.repeat)
@@ -217,6 +235,117 @@ def measure_layers(args, device, graphs, impls, ns) -> list[dict]:
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     return rows
+
+
+# --------------------------------------------------------------------------------------------
+# The lottery itself: one attention layer on the same q, k, v, as message passing and as dense SDPA
+# --------------------------------------------------------------------------------------------
+def one_graph(graph: str, n: int, window: int = 2, k: int = 4) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """(src, dst, nodes) of one sentence of n tokens under ``graph`` (bpt adds its span nodes)."""
+    gen = torch.Generator().manual_seed(n)
+    g = GraphConstruction(name=graph, window=window, k=k)([3] * n, random_heads(n, gen))
+    src, dst = g.edges()
+    return src, dst, g.num_nodes()
+
+
+def attention_steps(graph: str, n: int, tokens: int, heads: int, dim: int, dtype, device, sparse: bool) -> tuple:
+    """The forward + backward steps of each impl on one batch of ``tokens // n`` copies of one graph, and the
+    batch's (size, edges). The dense mask is the adjacency, shared by the batch (none for complete graphs)."""
+    src, dst, m = one_graph(graph, n)
+    b = max(1, tokens // n)
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(b, heads, m, dim, generator=gen).to(device, dtype) for _ in range(3))
+    offsets = (torch.arange(b) * m).repeat_interleave(len(src))
+    bsrc, bdst = (src.repeat(b) + offsets).to(device), (dst.repeat(b) + offsets).to(device)
+    mask = None
+    if graph != "complete":
+        mask = torch.zeros(m, m, dtype=torch.bool)
+        mask[dst, src] = True  # row i: the nodes i attends over (edge j -> i)
+        mask = mask.to(device)
+
+    def flat(x):  # (B, H, m, d) -> (B m, H, d): the nodes of the batched graph
+        return x.transpose(1, 2).reshape(b * m, heads, dim)
+
+    def leaves(xs):
+        return [x.detach().clone().requires_grad_() for x in xs]
+
+    qf, kf, vf = leaves([flat(q), flat(k), flat(v)])
+    qd, kd, vd = leaves([q, k, v])
+
+    def torch_mp():
+        mp_attention(qf, kf, vf, bsrc, bdst).float().square().mean().backward()
+
+    def sdpa_dense():
+        F.scaled_dot_product_attention(qd, kd, vd, attn_mask=mask).float().square().mean().backward()
+
+    steps = {"torch_mp": torch_mp, "sdpa_dense": sdpa_dense}
+    if sparse:
+        g = dgl.graph((bsrc, bdst), num_nodes=b * m)
+
+        def dgl_sparse():
+            scores = dgl.ops.u_dot_v(g, kf, qf) * dim**-0.5  # (E, H, 1): k_j . q_i on edge j -> i
+            dgl.ops.u_mul_e_sum(g, vf, edge_softmax(g, scores)).float().square().mean().backward()
+
+        steps["dgl_sparse"] = dgl_sparse
+    return steps, b, b * len(src)
+
+
+def measure_attention(args, device, sparse: bool) -> list[dict]:
+    rows, skipped = [], []
+    for shape, (heads, dim, gpu_dtype) in SHAPES.items():
+        dtype = gpu_dtype if device.type == "cuda" else torch.float32
+        tokens = args.attn_tokens * (2 if device.type == "cuda" and dtype == torch.bfloat16 else 1)
+        for graph in args.attn_graphs:
+            for n in args.attn_ns:
+                edges = max(1, tokens // n) * len(one_graph(graph, n)[0])
+                if edges > args.attn_max_edges:
+                    skipped.append(f"{shape}/{graph}/n={n} ({edges / 1e6:.1f}M edges)")
+                    continue
+                steps, b, edges = attention_steps(graph, n, tokens, heads, dim, dtype, device, sparse)
+                for impl, step in steps.items():
+                    row = {"shape": shape, "dtype": str(dtype).removeprefix("torch."), "graph": graph, "n": n}
+                    try:
+                        ms = round(1000 * timed(step, device, args.repeat), 3)
+                    except torch.cuda.OutOfMemoryError:  # a GPU's memory, not the edge cap, was the limit
+                        torch.cuda.empty_cache()
+                        skipped.append(f"{shape}/{graph}/n={n}/{impl} (out of GPU memory)")
+                        continue
+                    rows.append(row | {"batch": b, "edges": edges, "impl": impl, "ms": ms})
+                    print(json.dumps(rows[-1]), flush=True)
+                del steps
+    if skipped:
+        print(
+            f"skipped: {len(skipped)} attention cells over --attn-max-edges {args.attn_max_edges:.0f} "
+            "or out of memory: " + ", ".join(skipped),
+            flush=True,
+        )
+    return rows
+
+
+def attention_summary(rows: list[dict]) -> list[str]:
+    """The crossover tables: message passing (stock torch) / dense SDPA, graph x n, one table per shape."""
+    out = []
+    by = {(r["shape"], r["graph"], r["n"], r["impl"]): r["ms"] for r in rows}
+    for shape in dict.fromkeys(r["shape"] for r in rows):
+        mine = [r for r in rows if r["shape"] == shape]
+        ns, graphs = sorted({r["n"] for r in mine}), list(dict.fromkeys(r["graph"] for r in mine))
+        first = mine[0]
+        out += [
+            "",
+            f"**One attention layer, {shape} ({first['dtype']}): message passing in stock torch ms / dense SDPA ms** "
+            "(below 1: sparse wins; in brackets DGL's message passing / dense SDPA where DGL runs on this device)",
+            "",
+            "| graph | " + " | ".join(f"n={n}" for n in ns) + " |",
+            "|---|" + "---|" * len(ns),
+        ]
+        for graph in graphs:
+            cells = []
+            for n in ns:
+                mp, dense, dgl_ms = (by.get((shape, graph, n, i)) for i in ("torch_mp", "sdpa_dense", "dgl_sparse"))
+                cell = f"{mp / dense:.2f}" if mp and dense else "–"
+                cells.append(cell + (f" ({dgl_ms / dense:.2f})" if dgl_ms and dense else ""))
+            out.append(f"| {graph} | " + " | ".join(cells) + " |")
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -281,7 +410,7 @@ def measure_overheads(args, device, ns) -> list[dict]:
             "dense_block_ms": 1000 * timed(ours, device, args.repeat),
             "bare_sdpa_block_ms": 1000 * timed(floor, device, args.repeat),
         }
-        if device.type == "cpu" or args.dgl_on_device:
+        if args.dgl_on_device:
             gd = g.to(device)
             h = torch.randn(gd.num_nodes(), args.dim, device=device)
             agg = block.aggregator
@@ -323,6 +452,8 @@ def measure_training(args, impls) -> list[dict]:
                             "dataset.num_val=200",
                             "dataset.num_test=200",
                             f"model.dense_min_density={args.threshold}",
+                            f"device={args.device_name}",
+                            "+dataset.cache_dir=null",  # graphs built in memory before the clock starts, as ever
                         ],
                     )
                 with tempfile.TemporaryDirectory() as out:  # checkpoints are not benchmark results
@@ -374,7 +505,7 @@ def plot(rows: list[dict], path: Path, machine: str) -> None:
     plt.close(fig)
 
 
-def summary(rows, overheads, training, memory, machine, args) -> str:
+def summary(rows, overheads, training, memory, machine, args, attention=()) -> str:
     by = {(r["graph"], r["n"], r["impl"]): r for r in rows}
     graphs = list(dict.fromkeys(r["graph"] for r in rows))
     ns = sorted({r["n"] for r in rows})
@@ -384,34 +515,37 @@ def summary(rows, overheads, training, memory, machine, args) -> str:
         f">= {args.threshold}.",
         "",
     ]
-    out += [
-        "**sparse ms / dense ms** (above 1: dense is faster; `auto` column: auto ms / best ms)",
-        "",
-        "| graph | " + " | ".join(f"n={n}" for n in ns) + " |",
-        "|---|" + "---|" * len(ns),
-    ]
-    crossovers = {}
-    for graph in graphs:
-        cells = []
-        for n in ns:
-            s, d, a = by.get((graph, n, "sparse")), by.get((graph, n, "dense")), by.get((graph, n, "auto"))
-            if not (s and d):
-                cells.append("–")
-                continue
-            ratio = s["ms"] / d["ms"]
-            cell = f"{ratio:.2f}"
-            if a:
-                cell += f" ({a['ms'] / min(s['ms'], d['ms']):.2f})"
-            cells.append(cell)
-            if ratio < 1 and graph not in crossovers:
-                crossovers[graph] = n
-        out.append(f"| {graph} | " + " | ".join(cells) + " |")
-    out += [
-        "",
-        "Crossover (smallest n where sparse beats dense): "
-        + (", ".join(f"{g}: n={n}" for g, n in crossovers.items()) if crossovers else "none measured")
-        + ".",
-    ]
+    if rows:  # the layer section
+        out += [
+            "**sparse ms / dense ms** (above 1: dense is faster; `auto` column: auto ms / best ms)",
+            "",
+            "| graph | " + " | ".join(f"n={n}" for n in ns) + " |",
+            "|---|" + "---|" * len(ns),
+        ]
+        crossovers = {}
+        for graph in graphs:
+            cells = []
+            for n in ns:
+                s, d, a = by.get((graph, n, "sparse")), by.get((graph, n, "dense")), by.get((graph, n, "auto"))
+                if not (s and d):
+                    cells.append("–")
+                    continue
+                ratio = s["ms"] / d["ms"]
+                cell = f"{ratio:.2f}"
+                if a:
+                    cell += f" ({a['ms'] / min(s['ms'], d['ms']):.2f})"
+                cells.append(cell)
+                if ratio < 1 and graph not in crossovers:
+                    crossovers[graph] = n
+            out.append(f"| {graph} | " + " | ".join(cells) + " |")
+        out += [
+            "",
+            "Crossover (smallest n where sparse beats dense): "
+            + (", ".join(f"{g}: n={n}" for g, n in crossovers.items()) if crossovers else "none measured")
+            + ".",
+        ]
+    if attention:
+        out += attention_summary(attention)
     if memory:
         out += [
             "",
@@ -479,7 +613,7 @@ def machine_name(device) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    add_arguments(p)
     p.add_argument("--graphs", nargs="+", default=list(GRAPHS), choices=GRAPHS)
     p.add_argument("--impls", nargs="+", default=list(IMPLS), choices=IMPLS)
     p.add_argument("--ns", nargs="+", type=int, default=list(NS))
@@ -495,31 +629,60 @@ def main(argv=None) -> int:
         default=None,
         help="impl=auto's dense_min_density (default: the value in conf/encoder/default.yaml)",
     )
-    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--attn-graphs", nargs="+", default=list(ATTENTION_GRAPHS), choices=ATTENTION_GRAPHS)
+    p.add_argument("--attn-ns", nargs="+", type=int, default=None, help="default: 16..1024 (CPU), 64..4096 (GPU)")
+    p.add_argument(
+        "--attn-tokens",
+        type=int,
+        default=None,
+        help="tokens per batch, d64 shape (MiniLM: twice, on a GPU); default 4096 on the CPU, 8192 on a GPU",
+    )
+    p.add_argument(
+        "--attn-max-edges",
+        type=float,
+        default=None,
+        help="skip bigger attention batches (default 0.5M edges on the CPU, 40M on a GPU)",
+    )
     p.add_argument("--train-examples", type=int, default=2000)
     p.add_argument("--train-epochs", type=int, default=1)
-    p.add_argument("--skip", nargs="*", default=[], choices=("memory", "overheads", "training"))
+    p.add_argument("--skip", nargs="*", default=[], choices=("layers", "attention", "memory", "overheads", "training"))
     p.add_argument("--quick", action="store_true", help="tiny sizes: checks the script, measures nothing")
     args = p.parse_args(argv)
     if args.threshold is None:
         with open(ROOT / "conf" / "encoder" / "default.yaml") as f:  # every model's encoder settings
             args.threshold = float(yaml.safe_load(f)["dense_min_density"])
-    device = torch.device(
-        "cuda" if args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available()) else "cpu"
-    )
-    try:
-        dgl.graph(([0], [0])).to(device)
-        args.dgl_on_device = True
-    except Exception:
-        args.dgl_on_device = False
+    device = pick_device(args.device)
+    args.device_name = device.type
+    gpu = device.type == "cuda"
+    args.attn_ns = args.attn_ns or ([64, 256, 1024, 4096] if gpu else [16, 64, 256, 1024])
+    args.attn_tokens = args.attn_tokens or (8192 if gpu else 4096)
+    args.attn_max_edges = args.attn_max_edges or (40e6 if gpu else 5e5)
+    args.dgl_on_device = sparse_available(device)
     if args.quick:
         args.ns, args.tokens, args.repeat, args.train_examples = [8, 16], 64, 1, 64
-    out = Path(args.out)
+        args.attn_ns, args.attn_tokens = [8, 16], 64
+    out = results_dir(args, device)
     out.mkdir(parents=True, exist_ok=True)
     machine = machine_name(device)
-    print(f"# {machine}", flush=True)
-    rows = measure_layers(args, device, args.graphs, args.impls, args.ns)
-    write_csv(out / "layer.csv", rows)
+    print(f"# {machine} -> {out}", flush=True)
+    if not args.dgl_on_device:
+        print(sparse_skip_line(device, "message passing in stock torch (models/torch_mp.py) runs instead"), flush=True)
+        args.impls = [i for i in args.impls if i != "sparse"]
+    rows = [] if "layers" in args.skip else measure_layers(args, device, args.graphs, args.impls, args.ns)
+    if rows:
+        write_csv(out / "layer.csv", rows)
+    start = time.perf_counter()
+    attention = [] if "attention" in args.skip else measure_attention(args, device, args.dgl_on_device)
+    if attention:  # its own table too, so the section can be rerun alone (--skip layers memory overheads training)
+        write_csv(out / "attention.csv", attention)
+        command = "python -m bench.hardware_lottery " + " ".join(sys.argv[1:] if argv is None else argv)
+        head = (
+            f"`{command.strip()}` on {machine}: {time.perf_counter() - start:.0f} s, load average "
+            f"{os.getloadavg()[0]:.1f} at the end (other jobs share the machine). Median of {args.repeat} "
+            f"forward + backward passes of one attention layer on the same q, k, v; {args.attn_tokens} tokens per "
+            "batch (MiniLM's shape: twice that on a GPU), batch = tokens // n copies of one graph of n tokens."
+        )
+        (out / "attention.md").write_text("\n".join([head, *attention_summary(attention)]) + "\n")
     memory = {(r["graph"], r["impl"], r["n"]): r["peak_mib"] for r in rows if "peak_mib" in r}
     overheads = [] if "overheads" in args.skip else measure_overheads(args, device, args.ns)
     training = [] if "training" in args.skip else measure_training(args, args.impls)
@@ -527,9 +690,11 @@ def main(argv=None) -> int:
         write_csv(out / "overheads.csv", overheads)
     if training:
         write_csv(out / "training.csv", training)
-    plot(rows, out / "layer.png", machine)
-    text = summary(rows, overheads, training, memory, machine, args)
-    (out / "summary.md").write_text(text + "\n")
+    if rows:
+        plot(rows, out / "layer.png", machine)
+    text = summary(rows, overheads, training, memory, machine, args, attention)
+    if rows:  # without the layer section, summary.md (its tables) is left as it was
+        (out / "summary.md").write_text(text + "\n")
     print(text)
     return 0
 

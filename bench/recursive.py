@@ -13,7 +13,8 @@ recipe, lengths <= 100), it times one training step (forward, backward, AdamW) o
   ... and the same Tree-LSTMs by ``dgl.prop_nodes_topo`` (the DGL-idiom reference)
 
 and prints each step's time relative to the Transformer's. The target: a Tree-LSTM step at most
-3x a tree-Transformer step. Writes ``recursive.csv`` and ``recursive.md`` to ``--out``.
+3x a tree-Transformer step. Writes ``recursive.csv`` and ``recursive.md`` to ``--out`` (default
+bench/results/<machine>/, e.g. ``cpu-2core``: it runs on the CPU).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.machine import RESULTS, machine_slug  # noqa: E402
 from data import listops  # noqa: E402
 from data.graphs import GraphConstruction  # noqa: E402
 from data.vocab import Vocab  # noqa: E402
@@ -81,7 +83,11 @@ def main(argv=None) -> int:
     p.add_argument("--batches", type=int, default=8)
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--repeats", type=int, default=3, help="passes over the batches; the first is warm-up")
-    p.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    p.add_argument(
+        "--out",
+        default=str(RESULTS / machine_slug(torch.device("cpu"))),
+        help="default: bench/results/cpu-<cores>core/",
+    )
     args = p.parse_args(argv)
     if args.quick:
         args.batches, args.batch_size, args.repeats = 2, 16, 2

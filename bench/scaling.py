@@ -33,12 +33,13 @@ Graphs are built before anything is timed. Time: one warm-up step, then the medi
 step (reset before it by writing 5 to /proc/self/clear_refs) minus VmRSS just before it, after
 ``gc.collect()`` and glibc's ``malloc_trim(0)`` have handed freed heap pages back (so memory kept from an
 earlier step is not silently reused and missed); the median over the repeats. On a GPU (picked
-automatically): ``torch.cuda.max_memory_allocated`` above what was allocated before the step. DGL here
-is a CPU build, so on a GPU the sparse cases are skipped with a note (the dense and recursive ones run).
+automatically, or ``--device cuda``): ``torch.cuda.max_memory_allocated`` above what was allocated before the
+step. PyPI's DGL is a CPU build, so on a GPU without DGL's CUDA build the sparse cases are skipped with one
+line (the dense and recursive ones run).
 A sparse case whose batch would exceed ``--max-edges`` edges (the complete graph at n = 4096 holds
 8192 * 4096 = 33.5M) is recorded as skipped, as is one that raises RuntimeError or MemoryError.
 
-Writes to ``--out`` (default bench/results/): ``scaling.csv`` (one row per case x n), ``scaling.md``
+Writes to ``--out`` (default bench/results/<machine>/, e.g. ``cpu-2core``; ``--machine`` names it): ``scaling.csv`` (one row per case x n), ``scaling.md``
 (time and memory per token by n, the growth exponent of the cost per *sequence* in n per case, edges per
 token of complete / bpt / window, two PASS/FAIL checks, the command, wall time and machine) and
 ``scaling.png`` (time and memory per token against n, log-log, one line per case).
@@ -64,6 +65,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.machine import add_arguments, pick_device, results_dir, sparse_available, sparse_skip_line  # noqa: E402
 from data.graphs import GraphConstruction  # noqa: E402
 from data.vocab import SPECIALS  # noqa: E402
 from engine.io import write_csv  # noqa: E402
@@ -215,6 +217,9 @@ def measure(model, g, labels, meter: Meter, repeats: int) -> tuple[float, float 
     return statistics.median(times), peak, repeats
 
 
+NO_SPARSE = "this DGL build cannot put graphs on the device: sparse cases need DGL there"
+
+
 def run_case(args, device, meter, model_name, graph, impl, n) -> dict:
     batch = max(1, args.tokens // n)
     row = {
@@ -231,7 +236,7 @@ def run_case(args, device, meter, model_name, graph, impl, n) -> dict:
         "skipped": "",
     }
     if impl == "sparse" and not args.dgl_on_device:
-        row["skipped"] = f"this DGL build cannot put graphs on {device.type}: sparse cases need DGL there"
+        row["skipped"] = NO_SPARSE
         return row
     try:
         row["edges"] = batch * edges_per_sequence(graph, n, args.k, args.window)
@@ -247,7 +252,7 @@ def run_case(args, device, meter, model_name, graph, impl, n) -> dict:
         if device.type != "cpu" and args.dgl_on_device:
             g = g.to(device)
         seconds, peak, _ = measure(model, g, labels.to(device), meter, args.repeats)
-    except (RuntimeError, MemoryError) as e:
+    except (RuntimeError, MemoryError, dgl.DGLError) as e:  # recorded as skipped, the run goes on
         row["skipped"] = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
         return row
     finally:
@@ -475,7 +480,7 @@ def machine_name(device: torch.device) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    add_arguments(p)  # --device, --machine, --out
     p.add_argument("--sizes", nargs="+", type=int, default=list(SIZES), help="tokens per sequence n")
     p.add_argument("--tokens", type=int, default=8192, help="tokens per batch: B = tokens // n")
     p.add_argument("--repeats", type=int, default=3, help="timed steps after the warm-up (median)")
@@ -483,21 +488,17 @@ def main(argv=None) -> int:
     p.add_argument("--k", type=int, default=4, help="bpt: tokens / spans per level on each side")
     p.add_argument("--window", type=int, default=2, help="window: positions heard on each side")
     p.add_argument("--edge-ns", nargs="+", type=int, default=list(EDGE_NS), help="n of the edges-per-token table")
-    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     p.add_argument("--quick", action="store_true", help="1 repeat: checks the script, measures nothing")
     args = p.parse_args(argv)
     start = time.perf_counter()
     if args.quick:
         args.repeats = 1
-    use_cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
-    args.device = device = torch.device("cuda" if use_cuda else "cpu")
-    try:
-        dgl.graph(([0], [0])).to(device)
-        args.dgl_on_device = True
-    except Exception:
-        args.dgl_on_device = False
+    device = pick_device(args.device)
+    out = results_dir(args, device)
+    args.device = device
+    args.dgl_on_device = sparse_available(device)
     if not args.dgl_on_device:
-        print(f"note: this DGL build cannot run on {device}; the sparse cases are skipped", flush=True)
+        print(sparse_skip_line(device, "the sparse cases are recorded as skipped"), flush=True)
     machine = machine_name(device)
     print(f"# {machine}", flush=True)
     meter = Meter(device)
@@ -506,7 +507,9 @@ def main(argv=None) -> int:
         for n in sorted(args.sizes):
             row = run_case(args, device, meter, model_name, graph, impl, n)
             rows.append(row)
-            if row["skipped"]:
+            if row["skipped"] == NO_SPARSE:
+                pass  # said once, above
+            elif row["skipped"]:
                 print(f"{row['case']:34s} n={n:5d}  skipped: {row['skipped']}", flush=True)
             else:
                 mem = "–" if row["peak_mib"] is None else f"{row['peak_mib']:9.1f} MiB"
@@ -515,7 +518,6 @@ def main(argv=None) -> int:
                     f"{row['us_per_token']:8.2f} µs/token  {mem}",
                     flush=True,
                 )
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     write_csv(out / "scaling.csv", rows)
     plot(rows, out / "scaling.png", machine, args.tokens)

@@ -415,13 +415,71 @@ def describe_example(ex: dict) -> dict:
     return {"length": len(ex["tokens"]), "group": root if root in OPERATORS else "digit"}
 
 
+# what determines generated splits: the generator's settings, the data seed, the shuffle, the split sizes
+GENERATOR_KEYS = ("seed", "max_length", "max_depth", "p_operator", "max_args", "min_length", "root_operator", "sampler")
+SPLITS_FORMAT = 1  # the cache file's layout (and the generator's behaviour): bump to retire every cached file
+
+
 def load_listops_splits(cfg: Mapping, progress: bool = True) -> dict:
-    """The generated (or read) ListOps splits, ``{"train"|"val"|"test": Dataset}``."""
-    import datasets
-    from tqdm.auto import tqdm
+    """The generated (or read) ListOps splits, ``{"train"|"val"|"test": Dataset}``.
+
+    Generated splits are built once and cached (``data/cache.py``), keyed by the generator's settings, the
+    data seed, the shuffle and the split sizes: a second run reads them in well under a second."""
+    from data import cache
 
     cfg = upgrade_listops_config(cfg)  # a checkpoint's config of any age: its keys as they were read then
     sizes = [int(cfg[f"num_{s}"]) for s in SPLITS]
+    root = cache.cache_root(cfg)
+    if root is None or any(cfg.get(f"{s}_file") for s in SPLITS):  # files are read, not generated: no cache
+        return _build_listops_splits(cfg, sizes, progress)
+    settings = {k: cfg[k] for k in GENERATOR_KEYS} | {"shuffle": bool(cfg["shuffle"]), "sizes": sizes}
+    path = root / "listops" / f"splits-{cache.key_digest('listops', SPLITS_FORMAT, settings)}.bin"
+    payload = cache.read(path, "ListOps splits")
+    if payload is not None:
+        return _splits_from_bytes(payload)
+    out = _build_listops_splits(cfg, sizes, progress)
+    cache.write(path, _splits_to_bytes(out))
+    return out
+
+
+def _splits_to_bytes(splits: dict) -> bytes:
+    """The splits as one JSON line (name, fingerprint, length of each) and their Arrow tables, back to back."""
+    import json
+
+    import pyarrow as pa
+
+    blobs, header = [], []
+    for name, ds in splits.items():
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, ds.data.table.schema) as writer:
+            writer.write_table(ds.data.table)
+        blobs.append(sink.getvalue().to_pybytes())
+        header.append({"split": name, "fingerprint": ds._fingerprint, "bytes": len(blobs[-1])})
+    return json.dumps(header).encode() + b"\n" + b"".join(blobs)
+
+
+def _splits_from_bytes(payload: bytes) -> dict:
+    """:func:`_splits_to_bytes` read back: the same rows, features and fingerprints (so the graph cache,
+    keyed by the fingerprint, finds its graphs)."""
+    import json
+
+    import datasets
+    import pyarrow as pa
+    from datasets.table import InMemoryTable
+
+    head, _, rest = payload.partition(b"\n")
+    out, start = {}, 0
+    for entry in json.loads(head):
+        table = pa.ipc.open_stream(pa.py_buffer(rest[start : start + entry["bytes"]])).read_all()
+        out[entry["split"]] = datasets.Dataset(InMemoryTable(table), fingerprint=entry["fingerprint"])
+        start += entry["bytes"]
+    return out
+
+
+def _build_listops_splits(cfg: Mapping, sizes: list[int], progress: bool) -> dict:
+    import datasets
+    from tqdm.auto import tqdm
+
     generated = None
     out = {}
     for split, size in zip(SPLITS, sizes):

@@ -7,10 +7,11 @@ construction adds edges later, in the model's forward pass.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
+import functools
+import io
 import logging
 import os
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import torch
 from torch.utils.data import Dataset
 from tqdm.auto import tqdm
 
+from data import cache
 from data.datasets import dataset_entry, dataset_names
 from data.graphs import STRUCTURAL_PE, GraphConstruction, graph_kind
 from data.listops import describe_example  # noqa: F401  (re-exported: evaluate.py and the tools read it here)
@@ -40,6 +42,19 @@ def with_defaults(cfg: Mapping) -> dict:
     them, so a checkpoint from before a key existed compares equal to the config that remakes its data."""
     entry = dataset_entry(cfg["name"]) if cfg.get("name") in dataset_names() else None
     return entry.upgrade(cfg) if entry is not None and entry.upgrade else dict(cfg)
+
+
+def column(ds: datasets.Dataset, name: str) -> list:
+    """One column as a list, converted by Arrow in one go (``ds[name]`` formats it row by row)."""
+    return ds.with_format("arrow")[name].to_pylist()
+
+
+def token_counts(ds: datasets.Dataset, name: str = "tokens") -> Counter:
+    """How often each token occurs in the split: the counts :meth:`Vocab.build` makes, counted by Arrow."""
+    import pyarrow.compute as pc
+
+    counted = pc.value_counts(pc.list_flatten(ds.with_format("arrow")[name]))
+    return Counter(dict(zip(counted.field("values").to_pylist(), counted.field("counts").to_pylist())))
 
 
 MODEL_SETTINGS = ("cls_id", "phrase_id", "pe", "pe_dim", "pe_graph")  # set from the model and vocabulary below
@@ -90,9 +105,14 @@ def node_labels(
 class GraphDataset(Dataset):
     """The graphs of one split, with labels and the per-example breakdown fields.
 
-    Built once when the split is loaded (and cached on disk with ``cache_dir``), or, with ``lazy=True``,
-    each time a batch asks for them: the complete graph of a 2,000-token expression is 4M edges
-    (64 MB of indices), so a split of long expressions cannot hold all its graphs at once.
+    Built once when the split is loaded, or, with ``lazy=True``, each time a batch asks for them: the
+    complete graph of a 2,000-token expression is 4M edges (64 MB of indices), so a split of long
+    expressions cannot hold all its graphs at once.
+
+    With ``cache_dir`` the built graphs are written to disk (``data/cache.py``: checked, atomic), keyed by the
+    split's content (its fingerprint), the construction and the vocabulary, and a later run reads them back
+    as flat arrays: each graph is made from its slice the first time a batch asks for it, the same graph
+    (edges in the same order, the same node and edge data) as building it again.
     """
 
     def __init__(
@@ -105,38 +125,66 @@ class GraphDataset(Dataset):
         cache_dir: str | os.PathLike | None = None,
         lazy: bool = False,
     ):
-        encoded = ds.map(lambda ex: {"ids": vocab.encode(ex["tokens"])})
-        cols = encoded.column_names
-        # a construction on a model's own tokens (data.wordpiece.PieceConstruction) tokenises the words itself
-        reads_words = getattr(construction, "reads_words", False)
-        self.construction, self.ids = construction, encoded["tokens" if reads_words else "ids"]
-        self.heads = encoded["heads"] if "heads" in cols else [None] * len(encoded)
-        self.gold = list(zip(encoded["parent"], encoded["slot"])) if "parent" in cols else [None] * len(encoded)
-        has_labels = "node_labels" in cols and not reads_words  # word pieces are not the treebank's nodes
-        self.node_labels = encoded["node_labels"] if has_labels else None
+        self._ds, self._vocab, self.construction = ds, vocab, construction
         path = None
         if cache_dir and not lazy:  # keyed by the split's content, the construction and the vocabulary
-            key = json.dumps([ds._fingerprint, dataclasses.asdict(construction), vocab.to_list()], sort_keys=True)
-            path = Path(cache_dir) / "graphs" / f"{desc or 'split'}-{hashlib.sha1(key.encode()).hexdigest()[:16]}.bin"
+            key = cache.key_digest(GRAPHS_FORMAT, ds._fingerprint, dataclasses.asdict(construction), vocab.to_list())
+            path = Path(cache_dir) / "graphs" / f"{desc or 'split'}-{key}.bin"
         self.cache_path = path
-        self.graphs = self._load_cached(path, len(encoded)) if path is not None and path.is_file() else None
+        self.graphs, share = self._load_cached(path, len(ds)) if path is not None else (None, None)
         if self.graphs is None and not lazy:
             self.graphs = [
                 self.build(i)
-                for i in tqdm(range(len(encoded)), desc=f"graphs {desc}".strip(), leave=False, disable=not progress)
+                for i in tqdm(range(len(ds)), desc=f"graphs {desc}".strip(), leave=False, disable=not progress)
             ]
             if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_name(path.name + ".tmp")
-                dgl.save_graphs(str(tmp), self.graphs)
-                os.replace(tmp, path)
+                packed = pack_graphs(self.graphs)
+                if packed is not None:  # graphs with differing data keys are not cached
+                    buffer = io.BytesIO()
+                    torch.save({"graphs": packed, "unknown_share": self.unknown_share}, buffer)
+                    cache.write(path, buffer.getvalue())
+        elif share is not None:
+            self.unknown_share = share
         # what a batch sampler sorts by: node counts, or (lazy) token counts
-        self.sizes = [g.num_nodes() for g in self.graphs] if self.graphs is not None else [len(i) for i in self.ids]
-        self.labels = torch.tensor(encoded["label"], dtype=torch.long)
-        self.meta = {k: encoded[k] for k in ("depth", "length", "group") if k in encoded.column_names}
-        self.unknown_share = sum(i == vocab.stoi["<unk>"] for ids in encoded["ids"] for i in ids) / max(
-            1, sum(len(ids) for ids in encoded["ids"])
-        )
+        if self.graphs is None:
+            self.sizes = [len(i) for i in self.ids]
+        else:
+            packed = isinstance(self.graphs, PackedGraphs)
+            self.sizes = self.graphs.num_nodes() if packed else [g.num_nodes() for g in self.graphs]
+        self.labels = torch.tensor(column(ds, "label"), dtype=torch.long)
+        self.meta = {k: column(ds, k) for k in ("depth", "length", "group") if k in ds.column_names}
+
+    @functools.cached_property
+    def _encoded(self) -> datasets.Dataset:
+        vocab = self._vocab
+        return self._ds.map(lambda ex: {"ids": vocab.encode(ex["tokens"])})
+
+    @functools.cached_property
+    def ids(self) -> list:
+        # a construction on a model's own tokens (data.wordpiece.PieceConstruction) tokenises the words itself
+        reads_words = getattr(self.construction, "reads_words", False)
+        return column(self._encoded, "tokens" if reads_words else "ids")
+
+    @functools.cached_property
+    def heads(self) -> list:
+        return column(self._encoded, "heads") if "heads" in self._ds.column_names else [None] * len(self._ds)
+
+    @functools.cached_property
+    def gold(self) -> list:
+        cols = self._ds.column_names
+        if "parent" not in cols:
+            return [None] * len(self._ds)
+        return list(zip(column(self._encoded, "parent"), column(self._encoded, "slot")))
+
+    @functools.cached_property
+    def node_labels(self) -> list | None:
+        has_labels = "node_labels" in self._ds.column_names and not getattr(self.construction, "reads_words", False)
+        return column(self._encoded, "node_labels") if has_labels else None  # word pieces are not the treebank's nodes
+
+    @functools.cached_property
+    def unknown_share(self) -> float:
+        unk, ids = self._vocab.stoi["<unk>"], column(self._encoded, "ids")
+        return sum(i == unk for row in ids for i in row) / max(1, sum(len(row) for row in ids))
 
     def build(self, i: int) -> dgl.DGLGraph:
         """The graph of example i."""
@@ -150,26 +198,140 @@ class GraphDataset(Dataset):
         return g
 
     @staticmethod
-    def _load_cached(path: Path, expected: int) -> list | None:
-        """The cached graphs, or None (and a warning) if the file is damaged or stale: they are rebuilt."""
+    def _load_cached(path: Path, expected: int) -> tuple:
+        """``(graphs, unknown share)`` from the cache, or ``(None, None)`` when it is absent or damaged (one
+        warning) or holds another number of graphs: they are built again."""
+        payload = cache.read(path, "graph")
+        if payload is None:
+            return None, None
         try:
-            graphs, _ = dgl.load_graphs(str(path))
-        except Exception as e:
+            stored = torch.load(io.BytesIO(payload), weights_only=True)
+            graphs = PackedGraphs(stored["graphs"])
+        except Exception as e:  # a valid checksum over an unreadable payload: another version's format
             log.warning("graph cache %s unreadable (%s): building the graphs again", path, str(e).splitlines()[0])
-            return None
+            return None, None
         if len(graphs) != expected:
             log.warning("graph cache %s holds %d graphs, expected %d: building again", path, len(graphs), expected)
-            return None
-        for g in graphs:
-            if "root" in g.ndata:  # word-piece graphs have none
-                g.ndata["root"] = g.ndata["root"].bool()  # stored as uint8
-        return graphs
+            return None, None
+        return graphs, float(stored["unknown_share"])
 
     def __len__(self) -> int:
         return len(self.labels)
 
     def __getitem__(self, i: int):
         return (self.graphs[i] if self.graphs is not None else self.build(i)), self.labels[i]
+
+
+GRAPHS_FORMAT = 3  # the graph cache's layout (pack_graphs); 1 was dgl.save_graphs
+
+
+def pack_graphs(graphs: list[dgl.DGLGraph]) -> dict | None:
+    """The graphs of a split as flat tensors: node and edge counts, every graph's edges (local ids, int32)
+    and node and edge data, back to back. None when the graphs do not share their data keys and dtypes."""
+    if not graphs:
+        return None
+    first = graphs[0]
+    nkeys, ekeys = sorted(first.ndata.keys()), sorted(first.edata.keys())
+    for g in graphs:
+        if sorted(g.ndata.keys()) != nkeys or sorted(g.edata.keys()) != ekeys or g.idtype != first.idtype:
+            return None
+    edges = [g.edges() for g in graphs]
+    ndata = {k: torch.cat([g.ndata[k] for g in graphs]) for k in nkeys}
+    edata = {k: torch.cat([g.edata[k] for g in graphs]) for k in ekeys}
+    return {
+        "idtype": str(first.idtype).removeprefix("torch."),
+        "nodes": torch.tensor([g.num_nodes() for g in graphs], dtype=torch.long),
+        "edges": torch.tensor([g.num_edges() for g in graphs], dtype=torch.long),
+        "src": _narrow(torch.cat([s for s, _ in edges])),  # local ids: int16 for graphs under 32k nodes
+        "dst": _narrow(torch.cat([d for _, d in edges])),
+        "ndata": {k: _narrow(v) for k, v in ndata.items()},
+        "edata": {k: _narrow(v) for k, v in edata.items()},
+        "dtypes": {
+            f"{where}/{k}": str(v.dtype).removeprefix("torch.")
+            for where, d in (("n", ndata), ("e", edata))
+            for k, v in d.items()
+        },
+    }
+
+
+def _narrow(x: torch.Tensor) -> torch.Tensor:
+    """An integer tensor in the smallest integer type that holds its values exactly (cast back on reading)."""
+    if x.dtype not in (torch.int64, torch.int32) or not len(x):
+        return x
+    low, high = int(x.min()), int(x.max())
+    for dtype in (torch.int8, torch.int16, torch.int32):
+        info = torch.iinfo(dtype)
+        if info.min <= low and high <= info.max:
+            return x.to(dtype)
+    return x
+
+
+class PackedGraphs:
+    """A list of graphs read from :func:`pack_graphs`' tensors: graph i is made from its slices the first
+    time it is asked for, then kept (so the data is ready at once, and each graph is made once)."""
+
+    def __init__(self, packed: dict):
+        self.packed, self.idtype = packed, getattr(torch, packed["idtype"])
+        self.dtypes = {k: getattr(torch, v) for k, v in packed["dtypes"].items()}  # each data key's own dtype
+        nodes, edges = packed["nodes"], packed["edges"]
+        num_nodes, num_edges = int(nodes.sum()), int(edges.sum())
+        if len(edges) != len(nodes) or any(len(v) != num_nodes for v in packed["ndata"].values()):
+            raise ValueError("node counts do not match the node data")
+        if any(len(v) != num_edges for v in (packed["src"], packed["dst"], *packed["edata"].values())):
+            raise ValueError("edge counts do not match the edges")
+        zero = torch.zeros(1, dtype=torch.long)
+        self.node_start = torch.cat([zero, nodes.cumsum(0)]).tolist()
+        self.edge_start = torch.cat([zero, edges.cumsum(0)]).tolist()
+        self._graphs: list = [None] * len(nodes)
+
+    def __len__(self) -> int:
+        return len(self._graphs)
+
+    def num_nodes(self) -> list[int]:
+        return self.packed["nodes"].tolist()
+
+    def __getitem__(self, i: int) -> dgl.DGLGraph:
+        g = self._graphs[i]
+        if g is None:
+            g = self._graphs[i] = self._make(i)
+        return g
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def batch(self, indices: list[int]) -> dgl.DGLGraph:
+        """The batched graph of ``indices`` made straight from the arrays, in one ``dgl.graph`` call: equal to
+        ``dgl.batch([self[i] for i in indices])`` without making the graphs one by one (for a collate that
+        wants it; the loaders batch ``self[i]`` today)."""
+        p, ns, es = self.packed, self.node_start, self.edge_start
+        nodes = [ns[i + 1] - ns[i] for i in indices]
+        edges = [es[i + 1] - es[i] for i in indices]
+        offsets = torch.tensor([0, *nodes[:-1]], dtype=torch.long).cumsum(0).repeat_interleave(torch.tensor(edges))
+        node_rows = torch.cat([torch.arange(ns[i], ns[i + 1]) for i in indices])
+        edge_rows = torch.cat([torch.arange(es[i], es[i + 1]) for i in indices])
+        src = p["src"][edge_rows].to(self.idtype) + offsets
+        dst = p["dst"][edge_rows].to(self.idtype) + offsets
+        g = dgl.graph((src, dst), num_nodes=sum(nodes), idtype=self.idtype)
+        for k, v in p["ndata"].items():
+            g.ndata[k] = v[node_rows].to(self.dtypes[f"n/{k}"])
+        for k, v in p["edata"].items():
+            g.edata[k] = v[edge_rows].to(self.dtypes[f"e/{k}"])
+        g.set_batch_num_nodes(torch.tensor(nodes, dtype=self.idtype))
+        g.set_batch_num_edges(torch.tensor(edges, dtype=self.idtype))
+        return g
+
+    def _make(self, i: int) -> dgl.DGLGraph:
+        p = self.packed
+        n0, n1 = self.node_start[i], self.node_start[i + 1]
+        e0, e1 = self.edge_start[i], self.edge_start[i + 1]
+        g = dgl.graph(
+            (p["src"][e0:e1].to(self.idtype), p["dst"][e0:e1].to(self.idtype)), num_nodes=n1 - n0, idtype=self.idtype
+        )
+        for k, v in p["ndata"].items():
+            g.ndata[k] = v[n0:n1].to(self.dtypes[f"n/{k}"])
+        for k, v in p["edata"].items():
+            g.edata[k] = v[e0:e1].to(self.dtypes[f"e/{k}"])
+        return g
 
 
 def collate(batch):

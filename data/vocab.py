@@ -25,7 +25,11 @@ class Vocab:
     @classmethod
     def build(cls, sentences: Iterable[list[str]], min_freq: int = 1) -> Vocab:
         """Tokens seen at least ``min_freq`` times, most frequent first (ties alphabetical)."""
-        counts = Counter(t for s in sentences for t in s)
+        return cls.from_counts(Counter(t for s in sentences for t in s), min_freq)
+
+    @classmethod
+    def from_counts(cls, counts: Counter, min_freq: int = 1) -> Vocab:
+        """:meth:`build` from the training split's token counts (``data.pipeline.token_counts`` counts them)."""
         kept = sorted(
             (t for t, c in counts.items() if c >= min_freq and t not in SPECIALS), key=lambda t: (-counts[t], t)
         )

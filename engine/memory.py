@@ -4,7 +4,7 @@ with a one-line error naming the settings to lower, instead of being killed by t
 The estimate counts what a training step keeps for the backward pass, per layer: a few floats per edge
 and head (message passing: scores, attention weights, messages), or per token pair and head (the dense
 path: the (B, h, n, n) attention), and a few hidden vectors per node. The constants are upper envelopes
-of the peaks ``bench/scaling.py`` measured (bench/results/scaling.csv: Transformer, d = 64, 4 heads,
+of the peaks ``bench/scaling.py`` measured (bench/results/cpu-2core/scaling.csv: Transformer, d = 64, 4 heads,
 4 layers, one batch of 8,192 tokens); tests/engine/test_long_range.py checks the estimate against a measured
 step. Where the free memory cannot be read (not Linux, no CUDA), nothing is refused.
 """

@@ -24,6 +24,7 @@ os.environ.update(
         "HF_DATASETS_CACHE": str(_TMP / "hf-datasets"),
         "DGLBACKEND": "pytorch",
         "MPLBACKEND": "Agg",
+        "TAGNN_CACHE_DIR": str(_TMP / "tagnn-cache"),  # built data (data/cache.py), shared by this session's tests
     }
 )
 

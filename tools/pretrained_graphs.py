@@ -357,8 +357,8 @@ def against_complete_section(plain: list[dict], datasets: list[str], graphs: lis
         "of the cell's test accuracy, and, where a cell has several seeds, 2 sqrt(sd_graph²/n_graph + "
         "sd_complete²/n_complete) too (the larger of the two). Cost: training seconds per example against the "
         "complete graph's, from the runs' wall times on 2 cores shared with other jobs (so ±20% is timing noise; "
-        "the ratios measured side by side on one batch are in [bench/results/pretrained.md]"
-        "(../../bench/results/pretrained.md), `make bench`).",
+        "the ratios measured side by side on one batch are in [bench/results/cpu-2core/pretrained.md]"
+        "(../../bench/results/cpu-2core/pretrained.md), `make bench`).",
         "",
         "| dataset | graph | seeds (graph / complete) | difference | threshold | verdict | training time vs complete |",
         "|---|---|---|---|---|---|---|",
