@@ -71,6 +71,10 @@ LEGACY_MODEL_VALUES = {
     "cell": None,
     "embeddings": "learned",
     "glove_freeze": True,  # unused with learned embeddings
+    "structure_bias": "none",  # model=minilm's soft syntax (issue 33): off before it existed
+    "syntax_layers": 0,
+    "syntax_aggregator": "transformer",
+    "structure_bias_lr_scale": 1.0,
 }
 
 

@@ -281,6 +281,10 @@ def test_a_config_without_the_new_keys_is_a_run_without_them():
     old = {k: cfg[k] for k in ("name", "readout", "impl", "dropout", "attn_dropout", "max_pieces")}
     config = MiniLMConfig.from_mapping(old)
     assert (config.structure_bias, config.syntax_layers, config.distances()) == ("none", 0, "none")
+    from engine.checkpoint import upgrade_config
+
+    upgraded = upgrade_config({"model": old})["model"]  # the path an old checkpoint takes (evaluate.py)
+    assert MiniLMConfig.from_mapping(upgraded) == config
 
 
 def test_unknown_distance_tree_is_refused():
