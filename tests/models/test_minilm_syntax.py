@@ -58,19 +58,8 @@ def test_word_distances_by_hand():
 
 def test_edges_carry_the_bucket_of_their_words_distance():
     construction, _ = construction_and_model("model.structure_bias=dep")
-    words, heads = (
-        ["An", "unwatchable", ",", "dreadful", "film", "yesterday", "today", "here"],
-        [
-            4,
-            4,
-            4,
-            4,
-            -1,
-            4,
-            5,
-            6,
-        ],
-    )
+    words = ["An", "unwatchable", ",", "dreadful", "film", "yesterday", "today", "here", "now"]
+    heads = [4, 4, 4, 4, -1, 4, 5, 6, 7]  # a chain film <- yesterday <- today <- here <- now
     g = construction(words, heads)
     pieces = construction.wordpiece.pieces(words)
     assert g.num_edges() == len(pieces) ** 2  # still the complete graph
@@ -81,6 +70,7 @@ def test_edges_carry_the_bucket_of_their_words_distance():
     assert len(unwatchable) > 1 and bucket[(unwatchable[0], unwatchable[-1])] == 0  # one word: distance 0
     assert bucket[(first[0], first[4])] == 1 and bucket[(first[0], first[3])] == 2  # head; sister via head
     assert bucket[(first[0], first[6])] == 3 and bucket[(first[0], first[7])] == 4  # 4 hops: "4 or more"
+    assert bucket[(first[0], first[8])] == 4 and bucket[(first[8], first[1])] == 4  # 5 hops: "4 or more" too
     cls, sep = 0, len(pieces) - 1
     assert bucket[(cls, first[2])] == SPECIAL and bucket[(first[2], sep)] == SPECIAL and bucket[(cls, sep)] == SPECIAL
     g2 = construction(["a", "b"], [-1, -1])  # two roots: no path
