@@ -11,6 +11,11 @@ The planned cells are read from ``conf/experiment/soft_syntax.yaml``'s grids; a 
 a difference is a finding only beyond the larger of 2 sqrt(se_a^2 + se_b^2) (binomial standard errors of the
 two cells' mean test accuracies) and, with several seeds, 2 sqrt(sd_a^2 / n_a + sd_b^2 / n_b).
 
+The cost is measured side by side as well (``--time DATASET``: forward and backward of one training batch of
+32 validation sentences per cell, interleaved, the median of the repeats, one thread) into
+``docs/results/soft_syntax_time.json``, which the table reads: the runs' own wall times share 2 cores with
+other jobs.
+
 The figure (``docs/figures/soft_syntax_bias.png``) is the learned bias of one finished run's best checkpoint:
 per layer, each head's bias against the tree distance of the two words.
 """
@@ -92,7 +97,7 @@ def verdict(diff: float, threshold: float) -> str:
     return "within noise" if abs(diff) <= threshold else ("better" if diff > 0 else "worse")
 
 
-def markdown(data: dict, command: str) -> str:
+def markdown(data: dict, command: str, timing: Path | None = None) -> str:
     cells, ref = main_cells(data), data["reference"]
     kinds = list(dict.fromkeys(kind_of(c["settings"]) for c in cells))
     lines = [
@@ -139,6 +144,7 @@ def markdown(data: dict, command: str) -> str:
             row.append(cell_text(c) + f" [{len(c.get('seeds_planned', []))} planned]" if c else "–")
         lines.append("| " + " | ".join(row) + " |")
     lines += comparison_section(cells, ref)
+    lines += time_section(timing if timing is not None else ROOT / "docs" / "results" / f"{EXPERIMENT}_time.json")
     lines += scale_section(data)
     lines += runs_section(data["runs"])
     lines += figure_section(data)
@@ -154,7 +160,8 @@ def comparison_section(cells: list[dict], ref: dict) -> list[str]:
         "Difference in mean test accuracy (points) and the threshold it must clear to be a finding: the larger "
         "of 2 sqrt(se_a² + se_b²) (binomial standard errors) and, with several seeds, 2 sqrt(sd_a²/n_a + "
         "sd_b²/n_b). Time: training seconds per example against the complete graph's (wall times on 2 cores "
-        "shared with other jobs, and the complete runs were timed on another day's load: ±30% is timing noise).",
+        "shared with 4 other helpers' jobs, and the complete runs were timed under another load: this ratio can be "
+        "off by 2× or more; the side-by-side measurement below is the cost).",
         "",
         "| dataset | cell | seeds | vs complete | threshold | verdict | vs hard dep | threshold | verdict "
         "| training time vs complete |",
@@ -257,8 +264,9 @@ def figure_section(data: dict) -> list[str]:
         return lines + ["No dep-bias run has finished: no figure yet."]
     return lines + [
         f"From `{src}/checkpoints/best.pt`: per layer, each head's learned bias (a line per head, the mean in "
-        "black) against the distance of the two words in the dependency parse. Above zero: the head looks more "
-        "at pairs that far apart than the pretrained model did.",
+        "black) against the distance of the two words in the dependency parse. Only a head's differences between "
+        "distances matter (a constant added to all of them leaves its softmax unchanged): a head whose line rises "
+        "at distance t attends more to pairs t apart than the pretrained model did, against the other distances.",
         "",
         "![learned bias per layer and head](../figures/soft_syntax_bias.png)",
     ]
@@ -292,6 +300,78 @@ def plot_bias(run_dir: Path, path: Path) -> Path:
     return path
 
 
+TIMED = {  # the cells timed side by side: overrides of model=minilm
+    "complete": ["graph=complete"],
+    "hard dep": ["graph=dep"],
+    "dep bias": ["graph=complete", "model.structure_bias=dep"],
+    "fusion": ["graph=complete", "model.syntax_layers=1"],
+}
+
+
+def measure_time(dataset: str, data_dir: str, batch: int = 32, reps: int = 15) -> dict:
+    """Seconds of one forward and backward pass over ``batch`` validation sentences per cell of ``TIMED``
+    (interleaved, median of ``reps`` after one warm-up), and each against the complete graph's."""
+    import statistics
+    import time
+
+    import dgl
+    import torch
+    from hydra import compose, initialize_config_dir
+
+    import models
+    from data.pipeline import load_splits
+    from data.vocab import Vocab
+
+    base = [f"dataset={dataset}", f"dataset.data_dir={data_dir}", "model=minilm"]
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfgs = {name: compose(config_name="config", overrides=[*base, *extra]) for name, extra in TIMED.items()}
+    first = next(iter(cfgs.values()))
+    rows = load_splits(first.dataset, progress=False)["val"].select(range(batch))
+    gold = list(zip(rows["parent"], rows["slot"])) if "parent" in rows.column_names else [None] * batch
+    setups = {}
+    for name, cfg in cfgs.items():
+        construction = models.make_construction(cfg.graph, Vocab.build([["x"]]), cfg.model)
+        g = dgl.batch([construction(t, h, gd) for t, h, gd in zip(rows["tokens"], rows["heads"], gold)])
+        torch.manual_seed(0)
+        setups[name] = (models.build_model(cfg.model, 1, 2, construction).train(), g)
+    seconds = {name: [] for name in setups}
+    for rep in range(reps + 1):
+        for name, (model, g) in setups.items():
+            start = time.perf_counter()
+            model(g).sum().backward()
+            model.zero_grad(set_to_none=True)
+            if rep:  # the first round warms up
+                seconds[name].append(time.perf_counter() - start)
+    median = {name: statistics.median(xs) for name, xs in seconds.items()}
+    return {
+        "dataset": dataset,
+        "batch": batch,
+        "reps": reps,
+        "threads": torch.get_num_threads(),
+        "seconds": median,
+        "vs_complete": {name: median[name] / median["complete"] for name in median},
+        "command": f"OMP_NUM_THREADS=1 python -m tools.soft_syntax --time {dataset} --data-dir {data_dir}",
+    }
+
+
+def time_section(path: Path) -> list[str]:
+    lines = ["", "## Cost, measured side by side", ""]
+    if not path.is_file():
+        return lines + ["Not measured yet (`python -m tools.soft_syntax --time sst_binary`)."]
+    t = json.loads(path.read_text())
+    lines += [
+        f"One forward and backward pass over {t['batch']} {NAMES.get(t['dataset'], t['dataset'])} validation "
+        f"sentences per cell, interleaved, median of {t['reps']} repeats, {t['threads']} thread "
+        f"(`{t['command']}`; `{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name}`):",
+        "",
+        "| cell | seconds per batch | vs complete |",
+        "|---|---|---|",
+    ]
+    for name, sec in t["seconds"].items():
+        lines.append(f"| {name} | {sec:.2f} | {t['vs_complete'][name]:.2f}× |")
+    return lines
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=Path, default=ROOT / "multirun" / EXPERIMENT)
@@ -300,8 +380,18 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results")
     parser.add_argument("--figures", type=Path, default=ROOT / "docs" / "figures")
     parser.add_argument("--command", default=f"make experiment E={EXPERIMENT}")
+    parser.add_argument("--time", metavar="DATASET", help="measure the cells' cost side by side on DATASET first")
+    parser.add_argument("--data-dir", help="the dataset's folder for --time (default ../shared/data/<its folder>)")
     args = parser.parse_args(argv)
     from engine.io import write_json
+
+    timing = args.out / f"{EXPERIMENT}_time.json"
+    if args.time:
+        folder = {"sst_binary": "sst", "sst": "sst", "trec": "trec"}.get(args.time, args.time)
+        measured = measure_time(args.time, args.data_dir or f"../shared/data/{folder}")
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_json(timing, measured)
+        print(f"saved {timing}: {measured['vs_complete']}")
 
     data = build(args.runs, args.conf, args.reference)
     src = figure_run(data, args.runs)
@@ -311,7 +401,7 @@ def main(argv=None) -> int:
         print(f"saved {figure}")
     args.out.mkdir(parents=True, exist_ok=True)
     write_json(args.out / f"{EXPERIMENT}.json", {k: v for k, v in data.items() if k != "reference"})
-    (args.out / f"{EXPERIMENT}.md").write_text(markdown(data, args.command))
+    (args.out / f"{EXPERIMENT}.md").write_text(markdown(data, args.command, timing))
     print(f"saved {args.out / f'{EXPERIMENT}.md'}")
     return 0
 

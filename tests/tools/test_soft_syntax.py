@@ -11,6 +11,12 @@ from engine.checkpoint import save_checkpoint
 from tools import soft_syntax as ss
 
 BIAS = ["dataset=trec", "graph=complete", "model.structure_bias=dep"]
+GRIDS = """experiment_grids:
+  - dataset=trec graph=complete model.structure_bias=dep model.structure_bias_lr_scale=100,1000 seed=0
+  - dataset=trec graph=complete model.syntax_layers=1 seed=0,1,2
+  - dataset=trec graph=complete model.structure_bias=dep model.structure_bias_lr_scale=100 seed=1,2
+  - dataset=sst_binary graph=complete model.structure_bias=dep,tree model.structure_bias_lr_scale=100 seed=0
+"""
 
 
 def fake_run(runs, overrides, test_acc=None, val_acc=0.9, n_test=500, seconds=100.0, bias=None):
@@ -68,8 +74,10 @@ def test_table_compares_with_complete_and_hard_dep_and_says_what_is_missing(tmp_
     fake_run(runs, [*BIAS, "model.structure_bias_lr_scale=1000", "seed=0"], 0.5, 0.96)  # better on val: not chosen
     fake_run(runs, ["dataset=trec", "graph=complete", "model.syntax_layers=1", "seed=0"])  # unfinished
     ref = reference(tmp_path / "pg.json", {"complete": (0.95, 0.952, 0.948), "dep": (0.93, 0.92, 0.94)})
-    out = tmp_path / "out"
-    assert ss.main(["--runs", str(runs), "--reference", str(ref), "--out", str(out), "--figures", str(out)]) == 0
+    out, conf = tmp_path / "out", tmp_path / "soft_syntax.yaml"
+    conf.write_text(GRIDS)  # the choice grid says 100 or 1000; the later grids use 100
+    args = ["--runs", str(runs), "--reference", str(ref), "--conf", str(conf)]
+    assert ss.main([*args, "--out", str(out), "--figures", str(out)]) == 0
     md = (out / "soft_syntax.md").read_text()
     header = next(line for line in md.splitlines() if line.startswith("| dataset | complete"))
     columns = [c.strip() for c in header.strip("|").split("|")]
@@ -108,4 +116,23 @@ def test_no_runs_no_reference_every_cell_not_run_yet(tmp_path):
     assert ss.main([*args, "--figures", str(out)]) == 0
     md = (out / "soft_syntax.md").read_text()
     assert "No dep-bias run has finished: no figure yet." in md and not (out / "soft_syntax_bias.png").exists()
-    assert md.count("not run yet") >= 3
+    assert md.count("not run yet") >= 3 and "Not measured yet" in md
+
+
+def test_side_by_side_cost_is_read_from_its_file(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    timing = {
+        "dataset": "sst_binary",
+        "batch": 32,
+        "reps": 15,
+        "threads": 1,
+        "seconds": {"complete": 2.0, "dep bias": 2.2},
+        "vs_complete": {"complete": 1.0, "dep bias": 1.1},
+        "command": "python -m tools.soft_syntax --time sst_binary",
+    }
+    (out / "soft_syntax_time.json").write_text(json.dumps(timing))
+    args = ["--runs", str(tmp_path / "none"), "--reference", str(tmp_path / "none.json"), "--out", str(out)]
+    assert ss.main([*args, "--figures", str(out)]) == 0
+    md = (out / "soft_syntax.md").read_text()
+    assert "| dep bias | 2.20 | 1.10× |" in md and "32 binary SST validation sentences" in md
