@@ -280,3 +280,33 @@ def test_a_config_without_the_new_keys_is_a_run_without_them():
 def test_unknown_distance_tree_is_refused():
     with pytest.raises(ValueError, match="valid: none, dep, tree"):
         PieceConstruction("complete", str(model_dir() / "tokenizer.json"), distances="gold")
+
+
+@pytest.mark.slow
+def test_train_py_runs_soft_syntax_and_its_checkpoint_evaluates_the_same(tmp_path):
+    """train.py with the dep bias and a fusion block, one epoch on a toy treebank; evaluate.py rebuilds the model
+    from the checkpoint (the soft-syntax keys and the distance buckets included) and scores the same test accuracy."""
+    import json
+
+    from tests.conftest import rescored_test_acc
+    from tests.models.test_minilm_training import overrides, train
+
+    folder = tmp_path / "toy"
+    folder.mkdir()
+    for name, n in (("train.txt", 32), ("dev.txt", 8), ("test.txt", 8)):
+        lines = [
+            f"({4 if i % 2 == 0 else 0} (2 (2 the) (2 film)) ({4 if i % 2 == 0 else 0} (2 was) "
+            f"({4 if i % 2 == 0 else 0} {'great' if i % 2 == 0 else 'awful'})))"
+            for i in range(n)
+        ]
+        (folder / name).write_text("\n".join(lines) + "\n")
+    run = tmp_path / "run"
+    args = overrides(folder, tmp_path, "graph=complete", "trainer.max_epochs=1", "model.structure_bias=dep")
+    args += ["model.syntax_layers=1", "model.structure_bias_lr_scale=100", f"hydra.run.dir={run}"]
+    res = train(args)
+    assert res.returncode == 0, res.stderr[-2000:]
+    results = json.loads((run / "results.json").read_text())
+    ckpt = torch.load(run / "checkpoints" / "best.pt", weights_only=True)
+    assert ckpt["model"]["structure_bias"].abs().max() > 0  # the bias learned (it starts at zero)
+    assert ckpt["config"]["model"]["syntax_layers"] == 1
+    assert rescored_test_acc(run, tmp_path / "eval") == results["test_acc"]
