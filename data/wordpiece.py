@@ -62,7 +62,21 @@ MAX_PIECES = 256  # all-MiniLM-L6-v2's max_seq_length (sentence_bert_config.json
 # edata["dist"]: the bucket of the tree distance between the words at the two ends of an edge
 DIST_BUCKETS = ("0", "1", "2", "3", "4+", "not connected", "[CLS]/[SEP]")
 FAR, UNCONNECTED, SPECIAL = 4, 5, 6  # 4 or more; no path in the tree; an end that is no word
-DISTANCES = ("none", "dep", "tree")  # PieceConstruction.distances: which tree the buckets measure
+
+
+def distance_trees() -> tuple[str, ...]:
+    """The trees ``PieceConstruction.distances`` can measure: the registered tree kinds that lift to pieces
+    (``dep``: the dependency parse; ``tree``: the gold tree where the dataset has one)."""
+    from data.graphs import GRAPH_KINDS
+
+    return tuple(k.name for k in GRAPH_KINDS.values() if k.is_tree and k.word_graph is not None)
+
+
+def dependency_tree() -> str:
+    """The tree kind built from the dependency parse alone (no gold tree): ``dep``."""
+    from data.graphs import graph_kind
+
+    return next(name for name in distance_trees() if not graph_kind(name).gold_tree)
 
 
 @dataclass
@@ -331,8 +345,9 @@ class PieceConstruction:
     distances: str = "none"  # none | dep | tree: edata["dist"] on every edge (module docstring); in the cache key
 
     def __post_init__(self):
-        if self.distances not in DISTANCES:
-            raise ValueError(f"unknown tree for the distance buckets {self.distances!r}; valid: {', '.join(DISTANCES)}")
+        valid = ("none", *distance_trees())
+        if self.distances not in valid:
+            raise ValueError(f"unknown tree for the distance buckets {self.distances!r}; valid: {', '.join(valid)}")
         self._fallback_logged = False
         if self.kind.word_graph is None:  # an unknown name was refused by graph_kind already
             raise ValueError(
@@ -362,8 +377,11 @@ class PieceConstruction:
 
     def buckets(self, pieces: Pieces, g: dgl.DGLGraph, heads, gold) -> torch.Tensor:
         """(E,) the distance bucket of every edge of ``g`` in the tree ``distances`` names."""
-        parent = gold[0] if gold is not None and self.distances == "tree" else None
-        if self.distances == "tree" and parent is None and not self._fallback_logged:
+        from data.graphs import graph_kind
+
+        reads_gold = graph_kind(self.distances).gold_tree  # tree: the gold tree where there is one
+        parent = gold[0] if gold is not None and reads_gold else None
+        if reads_gold and parent is None and not self._fallback_logged:
             log.info("no gold tree in this dataset: the tree distances come from the dependency parse (as graph=tree)")
             self._fallback_logged = True
         kept = max(pieces.word) + 1 if len(pieces) > 2 else 0  # the words that kept a piece (as piece_graph)

@@ -53,7 +53,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from data.files import sha256_of
-from models.aggregators import DotProductAttention, GATAttention
+from models.aggregators import AGGREGATORS, DEFAULT_AGGREGATOR, DotProductAttention, GATAttention
 from models.dense import DenseGraph, layout, to_dense
 from models.registry import ModelFamily, register_family, typed_fields
 
@@ -64,9 +64,16 @@ READOUTS = ("mean", "cls")
 IMPLS = ("sparse", "dense")
 # model.impl; auto: sparse (measured faster on a CPU: 2.6 s vs 2.9 s per 64 SST sentences, forward+backward)
 CONFIG_IMPLS = ("auto", "sparse", "dense")
-STRUCTURES = ("none", "dep", "tree")  # model.structure_bias: the tree whose distances bias the attention
-SYNTAX_AGGREGATORS = {"transformer": DotProductAttention, "gat": GATAttention}  # model.syntax_aggregator
+# model.syntax_aggregator: the attention aggregators of models/aggregators.py (gat, transformer)
+SYNTAX_AGGREGATORS = {name: a for name, a in AGGREGATORS.items() if a in (DotProductAttention, GATAttention)}
 SYNTAX_BUCKETS = (0, 1, 6)  # the distance buckets graph=dep keeps: the same word, head/dependent, [CLS]/[SEP]
+
+
+def structures() -> tuple[str, ...]:
+    """model.structure_bias: none, or the tree whose distances bias the attention (``dep``, ``tree``)."""
+    from data.wordpiece import distance_trees
+
+    return ("none", *distance_trees())
 
 
 def model_dir() -> Path:
@@ -172,14 +179,14 @@ class MiniLMEncoder(nn.Module):
         attn_dropout: float | None = None,
         structure_bias: str = "none",
         syntax_layers: int = 0,
-        syntax_aggregator: str = "transformer",
+        syntax_aggregator: str = DEFAULT_AGGREGATOR,
         structure_bias_lr_scale: float = 1.0,
     ):
         super().__init__()
         for name, value, valid in (
             ("readout", readout, READOUTS),
             ("impl", impl, IMPLS),
-            ("structure_bias", structure_bias, STRUCTURES),
+            ("structure_bias", structure_bias, structures()),
             ("syntax_aggregator", syntax_aggregator, tuple(SYNTAX_AGGREGATORS)),
         ):
             if value not in valid:
@@ -402,7 +409,7 @@ def build_minilm(model_cfg: Mapping, num_classes: int | None) -> MiniLMEncoder:
         attn_dropout=model_cfg.get("attn_dropout"),
         structure_bias=model_cfg.get("structure_bias", "none"),
         syntax_layers=int(model_cfg.get("syntax_layers", 0)),
-        syntax_aggregator=model_cfg.get("syntax_aggregator", "transformer"),
+        syntax_aggregator=model_cfg.get("syntax_aggregator", DEFAULT_AGGREGATOR),
         structure_bias_lr_scale=float(model_cfg.get("structure_bias_lr_scale", 1.0)),
     )
     if weights is not None:
@@ -435,7 +442,7 @@ class MiniLMConfig:
     max_pieces: int  # [CLS] + word pieces + [SEP] at most; longer sentences are truncated (and counted)
     structure_bias: str = "none"  # none | dep | tree: a learned attention bias per tree distance (soft syntax)
     syntax_layers: int = 0  # late fusion: blocks of syntax_aggregator on the lifted dependency graph, at the end
-    syntax_aggregator: str = "transformer"  # transformer | gat: the fusion blocks' aggregator
+    syntax_aggregator: str = DEFAULT_AGGREGATOR  # transformer | gat: the fusion blocks' aggregator
     structure_bias_lr_scale: float = 1.0  # the structure bias's learning rate is optim.lr times this
 
     hidden_dim = 384
@@ -446,20 +453,26 @@ class MiniLMConfig:
     @classmethod
     def from_mapping(cls, cfg: Mapping) -> MiniLMConfig:
         # the soft-syntax keys came later (issue 33): a config or checkpoint without them is a run without them
-        merged = {"structure_bias": "none", "syntax_layers": 0, "syntax_aggregator": "transformer"}
+        merged = {"structure_bias": "none", "syntax_layers": 0, "syntax_aggregator": DEFAULT_AGGREGATOR}
         merged["structure_bias_lr_scale"] = 1.0
         merged.update({k: cfg[k] for k in cfg})
         return cls(**typed_fields(cls, merged))
 
     def distances(self) -> str:
         """The tree the graphs' distance buckets measure (``PieceConstruction.distances``)."""
-        return self.structure_bias if self.structure_bias != "none" else ("dep" if self.syntax_layers else "none")
+        from data.wordpiece import dependency_tree
+
+        if self.structure_bias != "none":
+            return self.structure_bias
+        return dependency_tree() if self.syntax_layers else "none"
 
     def __post_init__(self):
+        from data.wordpiece import dependency_tree
+
         for key, valid in (
             ("readout", READOUTS),
             ("impl", CONFIG_IMPLS),
-            ("structure_bias", STRUCTURES),
+            ("structure_bias", structures()),
             ("syntax_aggregator", tuple(SYNTAX_AGGREGATORS)),
         ):
             if getattr(self, key) not in valid:
@@ -473,7 +486,7 @@ class MiniLMConfig:
             raise ValueError(f"model.syntax_layers must be 0 or more, got {self.syntax_layers}")
         if self.structure_bias_lr_scale <= 0:
             raise ValueError(f"model.structure_bias_lr_scale must be positive, got {self.structure_bias_lr_scale}")
-        if self.syntax_layers and self.structure_bias == "tree":
+        if self.syntax_layers and self.structure_bias not in ("none", dependency_tree()):
             raise ValueError(
                 "model.syntax_layers runs on the dependency graph, model.structure_bias=tree measures the gold tree: "
                 "use model.structure_bias=dep (or none) with model.syntax_layers"

@@ -278,7 +278,7 @@ def test_a_config_without_the_new_keys_is_a_run_without_them():
 
 
 def test_unknown_distance_tree_is_refused():
-    with pytest.raises(ValueError, match="valid: none, dep, tree"):
+    with pytest.raises(ValueError, match="valid: none, tree, dep"):
         PieceConstruction("complete", str(model_dir() / "tokenizer.json"), distances="gold")
 
 
