@@ -135,4 +135,4 @@ def test_side_by_side_cost_is_read_from_its_file(tmp_path):
     args = ["--runs", str(tmp_path / "none"), "--reference", str(tmp_path / "none.json"), "--out", str(out)]
     assert ss.main([*args, "--figures", str(out)]) == 0
     md = (out / "soft_syntax.md").read_text()
-    assert "| dep bias | 2.20 | 1.10× |" in md and "32 binary SST validation sentences" in md
+    assert "| dep bias | 2.20 | 1.10× | – | – |" in md and "32 binary SST validation sentences" in md
