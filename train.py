@@ -127,7 +127,9 @@ def build_training(cfg: DictConfig, model_cfg, data: Data, device: torch.device,
     model = core if world.size == 1 else DistributedDataParallel(core, device_ids=ddp_devices)
     num_params = sum(p.numel() for p in core.parameters())
     log.info("model: %s, %d parameters, device %s", cfg.model.name, num_params, device)
-    optimizer = make_optimizer(model.parameters(), cfg.optim)
+    # a model with parameter groups of its own (model=minilm's soft-syntax parameters at a scaled rate) names them
+    params = core.param_groups(float(cfg.optim.lr)) if hasattr(core, "param_groups") else model.parameters()
+    optimizer = make_optimizer(params, cfg.optim)
     total_steps = int(cfg.trainer.max_epochs) * len(data.train_loader)
     scheduler = make_schedule(optimizer, total_steps, cfg.optim)
     return Training(core, model, optimizer, scheduler, num_params)

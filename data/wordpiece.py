@@ -32,12 +32,21 @@ nodes, children before parents, -1 at the root). With ``parent`` every phrase is
 ``[MASK]`` embedding at the position of its first piece (as bpt's spans), and linked both ways to each
 of its children: a word child by its pieces (rule 2), a phrase child as the single node it is.
 
+**Tree distances on the edges** (``PieceConstruction.distances``, set by ``model.structure_bias`` and
+``model.syntax_layers``): every edge ``j -> i`` of the lifted graph carries ``edata["dist"]``, the bucket of
+the distance between the two pieces' words in the sentence's tree (``dep``: the dependency parse; ``tree``:
+the gold constituency tree, its phrases as intermediate nodes, so two sister words are 2 apart):
+0 (the same word), 1, 2, 3, 4 (4 or more), 5 (not connected: a parse with two roots) and 6 (an end is
+[CLS], [SEP] or an extra node). ``tree`` on a dataset without a gold tree (TREC) uses the dependency parse,
+as ``graph=tree`` does, and logs that once.
+
 Truncation follows sentence-transformers: at most ``max_pieces`` = 256 nodes with [CLS] and [SEP]
 (its ``max_seq_length``), so at most 254 word pieces; what is cut is counted in ``Pieces.truncated``.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +54,29 @@ from pathlib import Path
 import dgl
 import torch
 
+log = logging.getLogger(__name__)
+
 MAX_PIECES = 256  # all-MiniLM-L6-v2's max_seq_length (sentence_bert_config.json), [CLS] and [SEP] included
+
+
+# edata["dist"]: the bucket of the tree distance between the words at the two ends of an edge
+DIST_BUCKETS = ("0", "1", "2", "3", "4+", "not connected", "[CLS]/[SEP]")
+FAR, UNCONNECTED, SPECIAL = 4, 5, 6  # 4 or more; no path in the tree; an end that is no word
+
+
+def distance_trees() -> tuple[str, ...]:
+    """The trees ``PieceConstruction.distances`` can measure: the registered tree kinds that lift to pieces
+    (``dep``: the dependency parse; ``tree``: the gold tree where the dataset has one)."""
+    from data.graphs import GRAPH_KINDS
+
+    return tuple(k.name for k in GRAPH_KINDS.values() if k.is_tree and k.word_graph is not None)
+
+
+def dependency_tree() -> str:
+    """The tree kind built from the dependency parse alone (no gold tree): ``dep``."""
+    from data.graphs import graph_kind
+
+    return next(name for name in distance_trees() if not graph_kind(name).gold_tree)
 
 
 @dataclass
@@ -175,6 +206,59 @@ def truncate_tree(parent: Sequence[int], n_words: int, kept: int) -> list[int]:
     return [new.get(parent[old], -1) for old in keep]
 
 
+def word_distances(
+    n_words: int, heads: Sequence[int] | None = None, parent: Sequence[int] | None = None
+) -> torch.Tensor:
+    """(n_words, n_words) long: the number of tree edges between two words, -1 where no path joins them.
+    The tree is the dependency parse ``heads`` (-1 at a root) or, given, the constituency tree ``parent``
+    (words 0..n-1, then phrases; its phrases are intermediate nodes of the paths)."""
+    if parent is not None:
+        n_nodes, links = len(parent), [(i, p) for i, p in enumerate(parent) if p >= 0]
+    else:
+        if heads is None or len(heads) != n_words:
+            raise ValueError(
+                f"tree distances over {n_words} words need one head per word: use a text dataset (parsed by spaCy)"
+            )
+        n_nodes, links = n_words, [(i, h) for i, h in enumerate(heads) if h >= 0]
+    neighbours = [[] for _ in range(n_nodes)]
+    for a, b in links:
+        neighbours[a].append(b)
+        neighbours[b].append(a)
+    out = torch.full((n_words, n_words), -1, dtype=torch.long)
+    for start in range(n_words):  # breadth-first from every word
+        seen = {start: 0}
+        frontier = [start]
+        while frontier:
+            nxt = []
+            for u in frontier:
+                for v in neighbours[u]:
+                    if v not in seen:
+                        seen[v] = seen[u] + 1
+                        nxt.append(v)
+            frontier = nxt
+        for v, d in seen.items():
+            if v < n_words:
+                out[start, v] = d
+    return out
+
+
+def distance_buckets(
+    word: Sequence[int], src: torch.Tensor, dst: torch.Tensor, distances: torch.Tensor, num_nodes: int
+) -> torch.Tensor:
+    """(E,) long: each piece-graph edge's bucket (``DIST_BUCKETS``) from the word distances (``word_distances``).
+    ``word[p]``: the word of piece-graph node p (-1 at [CLS] and [SEP]); nodes ``len(word)..num_nodes-1`` are
+    extra nodes (bpt's spans, gold phrases), bucketed with [CLS] and [SEP]."""
+    of = torch.full((num_nodes,), -1, dtype=torch.long)
+    of[: len(word)] = torch.as_tensor(list(word), dtype=torch.long)
+    ws, wd = of[src.long()], of[dst.long()]
+    special = (ws < 0) | (wd < 0)
+    d = distances[ws.clamp(min=0), wd.clamp(min=0)] if len(distances) else torch.zeros_like(ws)
+    bucket = d.clamp(max=FAR)
+    bucket[d < 0] = UNCONNECTED
+    bucket[special] = SPECIAL
+    return bucket
+
+
 def piece_graphs() -> tuple[str, ...]:
     """The registered graph constructions that have a word-level graph to lift (``GraphKind.word_graph``)."""
     from data.graphs import GRAPH_KINDS
@@ -258,8 +342,13 @@ class PieceConstruction:
     cls_id: None = None
     dynamic: bool = False
     dense_complete: bool = False
+    distances: str = "none"  # none | dep | tree: edata["dist"] on every edge (module docstring); in the cache key
 
     def __post_init__(self):
+        valid = ("none", *distance_trees())
+        if self.distances not in valid:
+            raise ValueError(f"unknown tree for the distance buckets {self.distances!r}; valid: {', '.join(valid)}")
+        self._fallback_logged = False
         if self.kind.word_graph is None:  # an unknown name was refused by graph_kind already
             raise ValueError(
                 f"graph={self.name} is not built on word pieces; valid graphs here: {', '.join(piece_graphs())}"
@@ -280,9 +369,33 @@ class PieceConstruction:
 
     def __call__(self, words: Sequence[str], heads: Sequence[int] | None = None, gold=None) -> dgl.DGLGraph:
         parent = gold[0] if gold is not None and self.kind.gold_tree else None
-        return piece_graph(
-            self.wordpiece.pieces(words), self.name, heads, self.window, self.k, self.wordpiece.mask_id, parent
-        )
+        pieces = self.wordpiece.pieces(words)
+        g = piece_graph(pieces, self.name, heads, self.window, self.k, self.wordpiece.mask_id, parent)
+        if self.distances != "none":
+            g.edata["dist"] = self.buckets(pieces, g, heads, gold)
+        return g
+
+    def buckets(self, pieces: Pieces, g: dgl.DGLGraph, heads, gold) -> torch.Tensor:
+        """(E,) the distance bucket of every edge of ``g`` in the tree ``distances`` names."""
+        from data.graphs import graph_kind
+
+        reads_gold = graph_kind(self.distances).gold_tree  # tree: the gold tree where there is one
+        parent = gold[0] if gold is not None and reads_gold else None
+        if reads_gold and parent is None and not self._fallback_logged:
+            log.info("no gold tree in this dataset: the tree distances come from the dependency parse (as graph=tree)")
+            self._fallback_logged = True
+        kept = max(pieces.word) + 1 if len(pieces) > 2 else 0  # the words that kept a piece (as piece_graph)
+        if parent is not None:
+            parent = truncate_tree(parent, pieces.n_words, kept)
+        else:
+            if heads is None:
+                raise ValueError(
+                    f"tree distances (model.structure_bias={self.distances}) need a dependency parse: "
+                    "use a text dataset (parsed by spaCy)"
+                )
+            heads = [h if h < kept else -1 for h in list(heads)[:kept]]
+        src, dst = g.edges()
+        return distance_buckets(pieces.word, src, dst, word_distances(kept, heads, parent), g.num_nodes())
 
     def num_nodes(self, n: int) -> int:
         """Bound on the nodes of an n-word sentence: 2 pieces a word, [CLS], [SEP], n extra nodes."""

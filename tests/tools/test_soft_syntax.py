@@ -1,0 +1,138 @@
+"""tools/soft_syntax.py: the table of ``make experiment E=soft_syntax`` from run directories and the reused
+pretrained_graphs runs, and the learned-bias figure from a checkpoint."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+
+from engine.checkpoint import save_checkpoint
+from tools import soft_syntax as ss
+
+BIAS = ["dataset=trec", "graph=complete", "model.structure_bias=dep"]
+GRIDS = """experiment_grids:
+  - dataset=trec graph=complete model.structure_bias=dep model.structure_bias_lr_scale=100,1000 seed=0
+  - dataset=trec graph=complete model.syntax_layers=1 seed=0,1,2
+  - dataset=trec graph=complete model.structure_bias=dep model.structure_bias_lr_scale=100 seed=1,2
+  - dataset=sst_binary graph=complete model.structure_bias=dep,tree model.structure_bias_lr_scale=100 seed=0
+"""
+
+
+def fake_run(runs, overrides, test_acc=None, val_acc=0.9, n_test=500, seconds=100.0, bias=None):
+    """A run directory as train.py leaves it: overrides, and results.json (and best.pt) when finished."""
+    d = runs / ",".join(overrides)
+    (d / ".hydra").mkdir(parents=True)
+    (d / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in ["experiment=soft_syntax", *overrides]))
+    if test_acc is not None:
+        results = {
+            "best_val_acc": val_acc,
+            "best_epoch": 2,
+            "test_acc": test_acc,
+            "epochs": 2,
+            "train_seconds": seconds,
+            "num_examples": {"train": 4952, "val": 500, "test": n_test},
+        }
+        (d / "results.json").write_text(json.dumps(results))
+        model = {"structure_bias": bias if bias is not None else torch.zeros(6, 7, 12)}
+        save_checkpoint(d / "checkpoints" / "best.pt", model=model, config={}, vocab=[], num_classes=6, epoch=2)
+    return d
+
+
+def reference(path, accs):
+    """A pretrained_graphs.json with TREC-6's complete and dep cells (3 seeds each)."""
+    cells = []
+    for graph, tests in accs.items():
+        runs = [
+            {
+                "dir": f"dataset=trec,graph={graph},seed={s}",
+                "settings": {"dataset": "trec", "graph": graph, "seed": str(s)},
+                "finished": True,
+                "best_val_acc": 0.95,
+                "best_epoch": 2,
+                "test_acc": t,
+                "epochs_run": 2,
+                "train_seconds": 100.0,
+                "n_test": 500,
+                "n_train": 4952,
+            }
+            for s, t in enumerate(tests)
+        ]
+        cells.append({"settings": {"dataset": "trec", "graph": graph}, "seeds_planned": [0, 1, 2], "runs": runs})
+    path.write_text(json.dumps({"cells": cells, "runs": [], "base_lr": "3e-05"}))
+    return path
+
+
+def test_table_compares_with_complete_and_hard_dep_and_says_what_is_missing(tmp_path):
+    runs = tmp_path / "runs"
+    bias = torch.zeros(6, 7, 12)
+    bias[:, 1] = 0.5  # every head likes head/dependent pairs
+    for seed, acc in enumerate((0.97, 0.968, 0.972)):
+        fake_run(
+            runs, [*BIAS, "model.structure_bias_lr_scale=100", f"seed={seed}"], acc, 0.95, seconds=120.0, bias=bias
+        )
+    fake_run(runs, [*BIAS, "model.structure_bias_lr_scale=1000", "seed=0"], 0.5, 0.96)  # better on val: not chosen
+    fake_run(runs, ["dataset=trec", "graph=complete", "model.syntax_layers=1", "seed=0"])  # unfinished
+    ref = reference(tmp_path / "pg.json", {"complete": (0.95, 0.952, 0.948), "dep": (0.93, 0.92, 0.94)})
+    out, conf = tmp_path / "out", tmp_path / "soft_syntax.yaml"
+    conf.write_text(GRIDS)  # the choice grid says 100 or 1000; the later grids use 100
+    args = ["--runs", str(runs), "--reference", str(ref), "--conf", str(conf)]
+    assert ss.main([*args, "--out", str(out), "--figures", str(out)]) == 0
+    md = (out / "soft_syntax.md").read_text()
+    header = next(line for line in md.splitlines() if line.startswith("| dataset | complete"))
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    assert columns[1:4] == ["complete", "hard dep", "dep bias"] and "tree bias" in columns
+    row = dict(
+        zip(
+            columns,
+            (
+                c.strip()
+                for c in next(line for line in md.splitlines() if line.startswith("| TREC-6 |")).strip("|").split("|")
+            ),
+        )
+    )
+    assert row["complete"].startswith("95.00 ± 0.20 (3 seeds")
+    assert row["dep bias"].startswith("97.00 ± 0.20 (3 seeds, val 95.00)")
+    assert row["tree bias"] == "–"  # TREC-6 has no gold tree: no such cell
+    assert row[next(c for c in columns if c.startswith("fusion"))].startswith("not run yet")
+    sst = next(line for line in md.splitlines() if line.startswith("| binary SST |"))
+    assert "not run yet" in sst
+    line = next(line for line in md.splitlines() if line.startswith("| TREC-6 | dep bias |"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    # vs complete: +2.00 against the binomial threshold 2 sqrt(se_a^2 + se_c^2) = 2.48 (the seeds' is smaller)
+    se_a, se_c = 100 * (0.97 * 0.03 / 500) ** 0.5, 100 * (0.95 * 0.05 / 500) ** 0.5
+    assert cells[3] == "+2.00" and cells[4] == f"{2 * (se_a**2 + se_c**2) ** 0.5:.2f}" == "2.48"
+    assert cells[5] == "within noise"
+    assert cells[6] == "+4.00" and cells[7] == "2.75" and cells[8] == "better" and cells[9] == "1.20×"
+    assert "1000 is the best on validation but the grids use 100" in md
+    assert (out / "soft_syntax_bias.png").is_file() and "soft_syntax_bias.png" in md
+    saved = json.loads((out / "soft_syntax.json").read_text())
+    assert saved["chosen_scale"] == "100" and saved["figure_run"].endswith("seed=0")
+
+
+def test_no_runs_no_reference_every_cell_not_run_yet(tmp_path):
+    out = tmp_path / "out"
+    args = ["--runs", str(tmp_path / "none"), "--reference", str(tmp_path / "none.json"), "--out", str(out)]
+    assert ss.main([*args, "--figures", str(out)]) == 0
+    md = (out / "soft_syntax.md").read_text()
+    assert "No dep-bias run has finished: no figure yet." in md and not (out / "soft_syntax_bias.png").exists()
+    assert md.count("not run yet") >= 3 and "Not measured yet" in md
+
+
+def test_side_by_side_cost_is_read_from_its_file(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    timing = {
+        "dataset": "sst_binary",
+        "batch": 32,
+        "reps": 15,
+        "threads": 1,
+        "seconds": {"complete": 2.0, "dep bias": 2.2},
+        "vs_complete": {"complete": 1.0, "dep bias": 1.1},
+        "command": "python -m tools.soft_syntax --time sst_binary",
+    }
+    (out / "soft_syntax_time.json").write_text(json.dumps(timing))
+    args = ["--runs", str(tmp_path / "none"), "--reference", str(tmp_path / "none.json"), "--out", str(out)]
+    assert ss.main([*args, "--figures", str(out)]) == 0
+    md = (out / "soft_syntax.md").read_text()
+    assert "| dep bias | 2.20 | 1.10× | – | – |" in md and "32 binary SST validation sentences" in md

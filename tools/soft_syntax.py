@@ -1,0 +1,421 @@
+"""The table and figure of ``make experiment E=soft_syntax``: MiniLM on the complete graph with the sentence's
+tree as a soft hint (an attention bias per tree distance, or a late-fusion block on the dependency graph),
+against the complete graph and the hard dependency graph of ``pretrained_graphs``.
+
+    python -m tools.soft_syntax                  # multirun/soft_syntax -> docs/results/soft_syntax.{md,json}
+    python -m tools.soft_syntax --runs DIR --out DIR --figures DIR
+
+The planned cells are read from ``conf/experiment/soft_syntax.yaml``'s grids; a cell no run finished says
+"not run yet". The complete and hard-dep rows are not retrained: they are the committed per-run numbers of
+``docs/results/pretrained_graphs.json`` (same recipe, seeds 0-2). Noise as ``tools/pretrained_graphs.py``:
+a difference is a finding only beyond the larger of 2 sqrt(se_a^2 + se_b^2) (binomial standard errors of the
+two cells' mean test accuracies) and, with several seeds, 2 sqrt(sd_a^2 / n_a + sd_b^2 / n_b).
+
+The cost is measured side by side as well (``--time DATASET``: forward and backward of one training batch of
+32 validation sentences per cell, interleaved, the median and the fastest of the repeats, one thread) into
+``docs/results/soft_syntax_time.json``, which the table reads: the runs' own wall times share 2 cores with
+other jobs.
+
+The figure (``docs/figures/soft_syntax_bias.png``) is the learned bias of one finished run's best checkpoint:
+per layer, each head's bias against the tree distance of the two words.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from pathlib import Path
+
+import yaml
+
+from tools.pretrained_graphs import NAMES, against_complete, cell_text, key_of, noise, planned_cells, run_of, stats
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPERIMENT = "soft_syntax"
+REFERENCE = ROOT / "docs" / "results" / "pretrained_graphs.json"
+SCALE = "model.structure_bias_lr_scale"
+DATASETS = ("trec", "sst_binary", "sst")  # the table's order: the cheap TREC-6 cells run first
+FIGURE_PREFERENCE = ("sst_binary", "sst", "trec")  # the bias figure reads the first of these with a finished dep run
+
+
+def kind_of(settings: dict) -> str:
+    """The column a cell belongs to: dep bias, tree bias or fusion (with its aggregator when not the default)."""
+    if int(settings.get("model.syntax_layers", 0)):
+        agg = settings.get("model.syntax_aggregator", "transformer")
+        return f"fusion ({settings['model.syntax_layers']} {agg} block{'s' if int(settings['model.syntax_layers']) > 1 else ''}, dep)"
+    return f"{settings.get('model.structure_bias', 'none')} bias"
+
+
+def chosen_scale(conf: Path) -> str | None:
+    """The bias lr scale the later grids use: its one value in the grids after the first (the choice grid)."""
+    grids = (yaml.safe_load(conf.read_text()) or {}).get("experiment_grids") or []
+    values = {
+        item.partition("=")[2] for line in grids[1:] for item in shlex.split(line) if item.startswith(f"{SCALE}=")
+    }
+    return next(iter(values)) if len(values) == 1 else None
+
+
+def reference_cells(path: Path) -> dict[tuple[str, str], dict]:
+    """(dataset, graph) -> cell of pretrained_graphs' committed runs, for the complete and dep graphs."""
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text())
+    out = {}
+    for cell in data["cells"]:
+        s = cell["settings"]
+        if set(s) == {"dataset", "graph"} and s["graph"] in ("complete", "dep"):
+            out[(s["dataset"], s["graph"])] = cell
+    return out
+
+
+def build(runs_dir: Path, conf: Path, reference: Path) -> dict:
+    runs = [r for d in sorted(runs_dir.glob("*")) if d.is_dir() and (r := run_of(d))] if runs_dir.is_dir() else []
+    cells: dict[tuple, dict] = {}
+    for plan in planned_cells(conf):
+        cell = cells.setdefault(key_of(plan), {"settings": {k: v for k, v in plan.items() if k != "seed"}})
+        cell.setdefault("seeds_planned", []).append(int(plan.get("seed", 0)))
+    for run in runs:
+        cell = cells.setdefault(key_of(run["settings"]), {"settings": dict(run["settings"]), "seeds_planned": []})
+        cell.setdefault("runs", []).append(run)
+    ref = reference_cells(reference)
+    return {
+        "runs": runs,
+        "cells": list(cells.values()),
+        "chosen_scale": chosen_scale(conf),
+        "reference": {f"{d}/{g}": c for (d, g), c in ref.items()},
+    }
+
+
+def main_cells(data: dict) -> list[dict]:
+    """The cells of the comparison: every cell but the unchosen values of the bias lr scale."""
+    chosen = data["chosen_scale"]
+    return [c for c in data["cells"] if SCALE not in c["settings"] or c["settings"][SCALE] == chosen]
+
+
+def verdict(diff: float, threshold: float) -> str:
+    return "within noise" if abs(diff) <= threshold else ("better" if diff > 0 else "worse")
+
+
+def markdown(data: dict, command: str, timing: Path | None = None) -> str:
+    cells, ref = main_cells(data), data["reference"]
+    kinds = list(dict.fromkeys(kind_of(c["settings"]) for c in cells))
+    lines = [
+        "# Syntax as a hint, not a wall: soft structure in the pretrained MiniLM (issue 33)",
+        "",
+        "Produced by (the grids of `conf/experiment/soft_syntax.yaml`, in their order, one run at a time; runs go "
+        "on with `trainer.resume=auto`), then the table and the figure:",
+        "",
+        "```",
+        command,
+        "python -m tools.soft_syntax",
+        "```",
+        "",
+        "all-MiniLM-L6-v2 (`model=minilm`) fine-tuned with `pretrained_graphs`' recipe (AdamW lr 3e-5, batch 32, "
+        "10% linear warmup then linear decay to 0, weight decay 0.01, 2 epochs, the test split scored with the best "
+        "validation epoch's checkpoint), always on the complete graph, with the sentence's tree given softly:",
+        "",
+        "- **dep bias** (`model.structure_bias=dep`): a learned scalar per layer, head and distance of the two "
+        "pieces' words in spaCy's dependency parse (0, 1, 2, 3, 4+, not connected, [CLS]/[SEP]), added to the "
+        "attention logits; zero at the start, so step 0 is the pretrained model. Its learning rate is "
+        f"optim.lr × `{SCALE}` (chosen on validation below).",
+        "- **tree bias** (`model.structure_bias=tree`): the same over the gold constituency tree (SST; its phrases "
+        "are the paths' inner nodes, so two sister words are 2 apart).",
+        "- **fusion** (`model.syntax_layers=1`): one pre-LN Transformer block (the repository's own aggregator, "
+        "MiniLM's width 384 and 12 heads: no width was tuned) over MiniLM's final states on the dependency graph "
+        "lifted to pieces, before the readout; its output projections start at zero and it learns at optim.lr.",
+        "",
+        "The **complete** and **hard dep** columns are not retrained here: they are the committed runs of "
+        "[pretrained_graphs](pretrained_graphs.md) (`docs/results/pretrained_graphs.json`, the same recipe and "
+        "seeds). Test accuracy (%), mean ± std over the seeds that finished, with the best validation accuracy "
+        "of those runs; 'not run yet': no run of the cell finished.",
+        "",
+        "| dataset | complete | hard dep | " + " | ".join(kinds) + " |",
+        "|---|---|---|" + "---|" * len(kinds),
+    ]
+    by = {(c["settings"]["dataset"], kind_of(c["settings"])): c for c in cells}
+    for d in DATASETS:
+        row = [NAMES.get(d, d)]
+        for g in ("complete", "dep"):
+            c = ref.get(f"{d}/{g}")
+            row.append(cell_text(c) if c else "–")
+        for k in kinds:
+            c = by.get((d, k))
+            row.append(cell_text(c) + f" [{len(c.get('seeds_planned', []))} planned]" if c else "–")
+        lines.append("| " + " | ".join(row) + " |")
+    lines += comparison_section(cells, ref)
+    lines += time_section(timing if timing is not None else ROOT / "docs" / "results" / f"{EXPERIMENT}_time.json")
+    lines += scale_section(data)
+    lines += runs_section(data["runs"])
+    lines += figure_section(data)
+    lines.append("")
+    return "\n".join(lines)
+
+
+def comparison_section(cells: list[dict], ref: dict) -> list[str]:
+    lines = [
+        "",
+        "## Each soft cell against the complete graph and the hard dependency graph",
+        "",
+        "Difference in mean test accuracy (points) and the threshold it must clear to be a finding: the larger "
+        "of 2 sqrt(se_a² + se_b²) (binomial standard errors) and, with several seeds, 2 sqrt(sd_a²/n_a + "
+        "sd_b²/n_b). Time: training seconds per example against the complete graph's (wall times on 2 cores "
+        "shared with 4 other helpers' jobs, and the complete runs were timed under another load: this ratio can be "
+        "off by 2× or more; the side-by-side measurement below is the cost).",
+        "",
+        "| dataset | cell | seeds | vs complete | threshold | verdict | vs hard dep | threshold | verdict "
+        "| training time vs complete |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in cells:
+        a = stats(c)
+        d = c["settings"]["dataset"]
+        if a is None:
+            lines.append(f"| {NAMES.get(d, d)} | {kind_of(c['settings'])} | 0 | not run yet | | | | | | |")
+            continue
+        row = [NAMES.get(d, d), kind_of(c["settings"]), str(a["n"])]
+        for g in ("complete", "dep"):
+            r = ref.get(f"{d}/{g}")
+            b = stats(r) if r else None
+            if b is None:
+                row += ["–", "–", "no reference"]
+                continue
+            diff, threshold = against_complete(a, b)
+            row += [f"{diff:+.2f}", f"{threshold:.2f}", verdict(diff, threshold)]
+        comp = stats(ref[f"{d}/complete"]) if f"{d}/complete" in ref else None
+        row.append(f"{a['s_per_example'] / comp['s_per_example']:.2f}×" if comp else "–")
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def scale_section(data: dict) -> list[str]:
+    """The bias's learning-rate scale on TREC-6 validation, seed 0, and whether the grids use the best."""
+    scored = {}
+    for c in data["cells"]:
+        s = c["settings"]
+        if s.get("dataset") == "trec" and s.get("model.structure_bias") == "dep" and SCALE in s:
+            for r in c.get("runs", []):
+                if r["finished"] and r["settings"].get("seed") == "0":
+                    scored[s[SCALE]] = r
+    lines = ["", "## The bias's learning rate (chosen on validation)", ""]
+    if not scored:
+        return lines + [f"TREC-6, dep bias, seed 0: not run yet (the grids use {SCALE}={data['chosen_scale']})."]
+    order = sorted(scored, key=float)
+    best = max(order, key=lambda v: scored[v]["best_val_acc"])
+    listing = ", ".join(
+        f"{v} (lr {3e-5 * float(v):.0e}): val {100 * scored[v]['best_val_acc']:.2f}, test {100 * scored[v]['test_acc']:.2f}"
+        for v in order
+    )
+    chosen = data["chosen_scale"]
+    said = (
+        f"the grids use {chosen}, the best on validation"
+        if chosen == best
+        else f"{best} is the best on validation but the grids use {chosen}"
+    )
+    return lines + [f"TREC-6, dep bias, seed 0, {SCALE} = {listing}: {said} (ties go to the smaller)."]
+
+
+def runs_section(runs: list[dict]) -> list[str]:
+    lines = [
+        "",
+        "## Runs",
+        "",
+        "| run | val per epoch | best epoch | best val | test | test noise (2 s.e.) | train wall time |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in runs:
+        per_epoch = ", ".join(f"{100 * e['val_acc']:.2f}" for e in r.get("epochs", []))
+        if r["finished"]:
+            p = r["test_acc"]
+            lines.append(
+                f"| {r['dir']} | {per_epoch} | {r['best_epoch']} | {100 * r['best_val_acc']:.2f} | {100 * p:.2f} "
+                f"| ±{noise(p, r['n_test']):.2f} | {r['train_seconds'] / 60:.1f} min |"
+            )
+        else:
+            spent = sum(e["seconds"] for e in r.get("epochs", []))
+            lines.append(
+                f"| {r['dir']} | {per_epoch} | – | – | unfinished (running, or stopped: resume=auto goes on) | – "
+                f"| {spent / 60:.1f} min so far |"
+            )
+    return lines
+
+
+def figure_run(data: dict, runs_dir: Path) -> Path | None:
+    """The run the bias figure reads: a finished dep-bias run at the chosen scale, seed 0, SST first."""
+    for d in FIGURE_PREFERENCE:
+        for r in data["runs"]:
+            s = r["settings"]
+            if (
+                r["finished"]
+                and s.get("dataset") == d
+                and s.get("model.structure_bias") == "dep"
+                and s.get(SCALE) == data["chosen_scale"]
+                and s.get("seed") == "0"
+                and (runs_dir / r["dir"] / "checkpoints" / "best.pt").is_file()
+            ):
+                return runs_dir / r["dir"]
+    return None
+
+
+def figure_section(data: dict) -> list[str]:
+    src = data.get("figure_run")
+    lines = ["", "## The learned bias", ""]
+    if src is None:
+        return lines + ["No dep-bias run has finished: no figure yet."]
+    return lines + [
+        f"From `{src}/checkpoints/best.pt`: per layer, each head's learned bias (a line per head, the mean in "
+        "black) against the distance of the two words in the dependency parse. Only a head's differences between "
+        "distances matter (a constant added to all of them leaves its softmax unchanged): a head whose line rises "
+        "at distance t attends more to pairs t apart than the pretrained model did, against the other distances.",
+        "",
+        "![learned bias per layer and head](../figures/soft_syntax_bias.png)",
+    ]
+
+
+def plot_bias(run_dir: Path, path: Path) -> Path:
+    from data.wordpiece import DIST_BUCKETS
+    from engine.checkpoint import load_checkpoint
+    from tools.common import pyplot
+
+    bias = load_checkpoint(run_dir / "checkpoints" / "best.pt")["model"]["structure_bias"]  # (L, T, H)
+    layers, buckets, heads = bias.shape
+    plt = pyplot()
+    fig, axes = plt.subplots(1, layers, figsize=(2.4 * layers, 2.8), sharey=True)
+    x = list(range(buckets))
+    for layer, ax in enumerate(axes):
+        for h in range(heads):
+            ax.plot(x, bias[layer, :, h].tolist(), color="tab:blue", alpha=0.35, lw=1)
+        ax.plot(x, bias[layer].mean(-1).tolist(), color="black", lw=2)
+        ax.axhline(0, color="grey", lw=0.5)
+        ax.set_xticks(x, [b.replace("not connected", "n.c.").replace("[CLS]/[SEP]", "CLS") for b in DIST_BUCKETS])
+        ax.tick_params(axis="x", labelsize=7)
+        ax.set_title(f"layer {layer + 1}", fontsize=9)
+        ax.set_xlabel("tree distance", fontsize=8)
+    axes[0].set_ylabel("learned bias (logit)")
+    fig.suptitle(f"learned attention bias per head ({run_dir.name})", fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+TIMED = {  # the cells timed side by side: overrides of model=minilm
+    "complete": ["graph=complete"],
+    "hard dep": ["graph=dep"],
+    "dep bias": ["graph=complete", "model.structure_bias=dep"],
+    "fusion": ["graph=complete", "model.syntax_layers=1"],
+}
+
+
+def measure_time(dataset: str, data_dir: str, batch: int = 32, reps: int = 15) -> dict:
+    """Seconds of one forward and backward pass over ``batch`` validation sentences per cell of ``TIMED``
+    (interleaved, median of ``reps`` after one warm-up), and each against the complete graph's."""
+    import statistics
+    import time
+
+    import dgl
+    import torch
+    from hydra import compose, initialize_config_dir
+
+    import models
+    from data.pipeline import load_splits
+    from data.vocab import Vocab
+
+    base = [f"dataset={dataset}", f"dataset.data_dir={data_dir}", "model=minilm"]
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfgs = {name: compose(config_name="config", overrides=[*base, *extra]) for name, extra in TIMED.items()}
+    first = next(iter(cfgs.values()))
+    rows = load_splits(first.dataset, progress=False)["val"].select(range(batch))
+    gold = list(zip(rows["parent"], rows["slot"])) if "parent" in rows.column_names else [None] * batch
+    setups = {}
+    for name, cfg in cfgs.items():
+        construction = models.make_construction(cfg.graph, Vocab.build([["x"]]), cfg.model)
+        g = dgl.batch([construction(t, h, gd) for t, h, gd in zip(rows["tokens"], rows["heads"], gold)])
+        torch.manual_seed(0)
+        setups[name] = (models.build_model(cfg.model, 1, 2, construction).train(), g)
+    seconds = {name: [] for name in setups}
+    for rep in range(reps + 1):
+        for name, (model, g) in setups.items():
+            start = time.perf_counter()
+            model(g).sum().backward()
+            model.zero_grad(set_to_none=True)
+            if rep:  # the first round warms up
+                seconds[name].append(time.perf_counter() - start)
+    median = {name: statistics.median(xs) for name, xs in seconds.items()}
+    fastest = {name: min(xs) for name, xs in seconds.items()}  # the least disturbed by other jobs
+    return {
+        "fastest": fastest,
+        "fastest_vs_complete": {name: fastest[name] / fastest["complete"] for name in fastest},
+        "dataset": dataset,
+        "batch": batch,
+        "reps": reps,
+        "threads": torch.get_num_threads(),
+        "seconds": median,
+        "vs_complete": {name: median[name] / median["complete"] for name in median},
+        "command": f"OMP_NUM_THREADS=1 python -m tools.soft_syntax --time {dataset} --data-dir {data_dir}",
+    }
+
+
+def time_section(path: Path) -> list[str]:
+    lines = ["", "## Cost, measured side by side", ""]
+    if not path.is_file():
+        return lines + ["Not measured yet (`python -m tools.soft_syntax --time sst_binary`)."]
+    t = json.loads(path.read_text())
+    lines += [
+        f"One forward and backward pass over {t['batch']} {NAMES.get(t['dataset'], t['dataset'])} validation "
+        f"sentences per cell, interleaved, median of {t['reps']} repeats, {t['threads']} thread "
+        f"(`{t['command']}`; `{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name}`):",
+        "",
+        "| cell | seconds per batch (median) | vs complete | fastest repeat | vs complete |",
+        "|---|---|---|---|---|",
+    ]
+    for name, sec in t["seconds"].items():
+        fast = t.get("fastest", {}).get(name)
+        ratio = t.get("fastest_vs_complete", {}).get(name)
+        tail = f"{fast:.2f} | {ratio:.2f}×" if fast is not None else "– | –"
+        lines.append(f"| {name} | {sec:.2f} | {t['vs_complete'][name]:.2f}× | {tail} |")
+    lines += [
+        "",
+        "The machine's 2 cores were shared with other jobs (load 5-9) while this ran: differences under about 10% "
+        "are timing noise.",
+    ]
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=Path, default=ROOT / "multirun" / EXPERIMENT)
+    parser.add_argument("--conf", type=Path, default=ROOT / "conf" / "experiment" / f"{EXPERIMENT}.yaml")
+    parser.add_argument("--reference", type=Path, default=REFERENCE)
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results")
+    parser.add_argument("--figures", type=Path, default=ROOT / "docs" / "figures")
+    parser.add_argument("--command", default=f"make experiment E={EXPERIMENT}")
+    parser.add_argument("--time", metavar="DATASET", help="measure the cells' cost side by side on DATASET first")
+    parser.add_argument("--data-dir", help="the dataset's folder for --time (default ../shared/data/<its folder>)")
+    args = parser.parse_args(argv)
+    from engine.io import write_json
+
+    timing = args.out / f"{EXPERIMENT}_time.json"
+    if args.time:
+        folder = {"sst_binary": "sst", "sst": "sst", "trec": "trec"}.get(args.time, args.time)
+        measured = measure_time(args.time, args.data_dir or f"../shared/data/{folder}")
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_json(timing, measured)
+        print(f"saved {timing}: {measured['vs_complete']}")
+
+    data = build(args.runs, args.conf, args.reference)
+    src = figure_run(data, args.runs)
+    if src is not None:
+        figure = plot_bias(src, args.figures / f"{EXPERIMENT}_bias.png")
+        data["figure_run"] = f"multirun/{EXPERIMENT}/{src.name}"
+        print(f"saved {figure}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_json(args.out / f"{EXPERIMENT}.json", {k: v for k, v in data.items() if k != "reference"})
+    (args.out / f"{EXPERIMENT}.md").write_text(markdown(data, args.command, timing))
+    print(f"saved {args.out / f'{EXPERIMENT}.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
