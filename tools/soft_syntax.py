@@ -97,7 +97,18 @@ def verdict(diff: float, threshold: float) -> str:
     return "within noise" if abs(diff) <= threshold else ("better" if diff > 0 else "worse")
 
 
-def markdown(data: dict, command: str, timing: Path | None = None) -> str:
+def replay_table(data: dict, pretrained: dict, timing: dict | None = None) -> str:
+    """The committed table again from the committed JSON (``soft_syntax.json``, ``pretrained_graphs.json`` and
+    ``soft_syntax_time.json``): what ``tools.check_docs`` replays."""
+    ref = {}
+    for cell in pretrained["cells"]:
+        s = cell["settings"]
+        if set(s) == {"dataset", "graph"} and s["graph"] in ("complete", "dep"):
+            ref[f"{s['dataset']}/{s['graph']}"] = cell
+    return markdown({**data, "reference": ref}, f"make experiment E={EXPERIMENT}", timing=timing)
+
+
+def markdown(data: dict, command: str, timing: Path | dict | None = None) -> str:
     cells, ref = main_cells(data), data["reference"]
     kinds = list(dict.fromkeys(kind_of(c["settings"]) for c in cells))
     lines = [
@@ -357,11 +368,14 @@ def measure_time(dataset: str, data_dir: str, batch: int = 32, reps: int = 15) -
     }
 
 
-def time_section(path: Path) -> list[str]:
+def time_section(path: Path | dict) -> list[str]:
     lines = ["", "## Cost, measured side by side", ""]
-    if not path.is_file():
+    if isinstance(path, dict):  # the committed timing itself (a replay)
+        t, path = path, ROOT / "docs" / "results" / f"{EXPERIMENT}_time.json"
+    elif not path.is_file():
         return lines + ["Not measured yet (`python -m tools.soft_syntax --time sst_binary`)."]
-    t = json.loads(path.read_text())
+    else:
+        t = json.loads(path.read_text())
     lines += [
         f"One forward and backward pass over {t['batch']} {NAMES.get(t['dataset'], t['dataset'])} validation "
         f"sentences per cell, interleaved, median of {t['reps']} repeats, {t['threads']} thread "
