@@ -139,7 +139,9 @@ def noise(p: float, n: int) -> float:
     return 200 * math.sqrt(max(p * (1 - p), 1e-12) / n)
 
 
-def build(runs_dir: Path, conf: Path) -> dict:
+def collect(runs_dir: Path, conf: Path) -> tuple[list[dict], dict[tuple, dict]]:
+    """The finished or running runs under ``runs_dir``, and the cells (settings without the seed) of the
+    experiment ``conf`` plans, each with its planned seeds and its runs."""
     runs = [r for d in sorted(runs_dir.glob("*")) if d.is_dir() and (r := run_of(d))] if runs_dir.is_dir() else []
     cells: dict[tuple, dict] = {}
     for plan in planned_cells(conf):
@@ -148,6 +150,11 @@ def build(runs_dir: Path, conf: Path) -> dict:
     for run in runs:
         cell = cells.setdefault(key_of(run["settings"]), {"settings": dict(run["settings"]), "seeds_planned": []})
         cell.setdefault("runs", []).append(run)
+    return runs, cells
+
+
+def build(runs_dir: Path, conf: Path) -> dict:
+    runs, cells = collect(runs_dir, conf)
     base_lr = _canonical(str((yaml.safe_load(conf.read_text()) or {}).get("optim", {}).get("lr", "")))
     return {"runs": runs, "cells": list(cells.values()), "base_lr": base_lr}
 
@@ -191,6 +198,32 @@ def cell_text(cell: dict) -> str:
     st = stats(cell)
     sd = f" ± {st['sd']:.2f}" if st["n"] > 1 else ""
     return f"{st['mean']:.2f}{sd} ({st['n']} seed{'s' if st['n'] > 1 else ''}, val {st['best_val']:.2f})"
+
+
+def runs_section(runs: list[dict]) -> list[str]:
+    """The Runs table: every run's validation curve, chosen epoch, test accuracy with its noise, and wall time."""
+    lines = [
+        "",
+        "## Runs",
+        "",
+        "| run | val per epoch | best epoch | best val | test | test noise (2 s.e.) | train wall time |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in runs:
+        per_epoch = ", ".join(f"{100 * e['val_acc']:.2f}" for e in r.get("epochs", []))
+        if r["finished"]:
+            p = r["test_acc"]
+            lines.append(
+                f"| {r['dir']} | {per_epoch} | {r['best_epoch']} | {100 * r['best_val_acc']:.2f} | {100 * p:.2f} "
+                f"| ±{noise(p, r['n_test']):.2f} | {r['train_seconds'] / 60:.1f} min |"
+            )
+        else:
+            spent = sum(e["seconds"] for e in r.get("epochs", []))
+            lines.append(
+                f"| {r['dir']} | {per_epoch} | – | – | unfinished (running, or stopped: resume=auto goes on) | – "
+                f"| {spent / 60:.1f} min so far |"
+            )
+    return lines
 
 
 def markdown(data: dict, command: str) -> str:
@@ -242,26 +275,7 @@ def markdown(data: dict, command: str) -> str:
         for c in others:
             lines.append(f"- {' '.join(f'{k}={v}' for k, v in sorted(c['settings'].items()))}: {cell_text(c)}")
     lines += learning_rate_section(plain, others, data["base_lr"])
-    lines += [
-        "",
-        "## Runs",
-        "",
-        "| run | val per epoch | best epoch | best val | test | test noise (2 s.e.) | train wall time |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in data["runs"]:
-        per_epoch = ", ".join(f"{100 * e['val_acc']:.2f}" for e in r.get("epochs", []))
-        if r["finished"]:
-            p = r["test_acc"]
-            lines.append(
-                f"| {r['dir']} | {per_epoch} | {r['best_epoch']} | {100 * r['best_val_acc']:.2f} | {100 * p:.2f} "
-                f"| ±{noise(p, r['n_test']):.2f} | {r['train_seconds'] / 60:.1f} min |"
-            )
-        else:
-            spent = sum(e["seconds"] for e in r.get("epochs", []))
-            lines.append(
-                f"| {r['dir']} | {per_epoch} | – | – | unfinished (running, or stopped: resume=auto goes on) | – | {spent / 60:.1f} min so far |"
-            )
+    lines += runs_section(data["runs"])
     lines += ["", "## Compute", ""]
     done = [r for r in data["runs"] if r["finished"]]
     if done:

@@ -29,7 +29,14 @@ from pathlib import Path
 
 import yaml
 
-from tools.pretrained_graphs import NAMES, against_complete, cell_text, key_of, noise, planned_cells, run_of, stats
+from tools.pretrained_graphs import (
+    NAMES,
+    against_complete,
+    cell_text,
+    collect,
+    runs_section,
+    stats,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENT = "soft_syntax"
@@ -70,14 +77,7 @@ def reference_cells(path: Path) -> dict[tuple[str, str], dict]:
 
 
 def build(runs_dir: Path, conf: Path, reference: Path) -> dict:
-    runs = [r for d in sorted(runs_dir.glob("*")) if d.is_dir() and (r := run_of(d))] if runs_dir.is_dir() else []
-    cells: dict[tuple, dict] = {}
-    for plan in planned_cells(conf):
-        cell = cells.setdefault(key_of(plan), {"settings": {k: v for k, v in plan.items() if k != "seed"}})
-        cell.setdefault("seeds_planned", []).append(int(plan.get("seed", 0)))
-    for run in runs:
-        cell = cells.setdefault(key_of(run["settings"]), {"settings": dict(run["settings"]), "seeds_planned": []})
-        cell.setdefault("runs", []).append(run)
+    runs, cells = collect(runs_dir, conf)
     ref = reference_cells(reference)
     return {
         "runs": runs,
@@ -224,31 +224,6 @@ def scale_section(data: dict) -> list[str]:
         else f"{best} is the best on validation but the grids use {chosen}"
     )
     return lines + [f"TREC-6, dep bias, seed 0, {SCALE} = {listing}: {said} (ties go to the smaller)."]
-
-
-def runs_section(runs: list[dict]) -> list[str]:
-    lines = [
-        "",
-        "## Runs",
-        "",
-        "| run | val per epoch | best epoch | best val | test | test noise (2 s.e.) | train wall time |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in runs:
-        per_epoch = ", ".join(f"{100 * e['val_acc']:.2f}" for e in r.get("epochs", []))
-        if r["finished"]:
-            p = r["test_acc"]
-            lines.append(
-                f"| {r['dir']} | {per_epoch} | {r['best_epoch']} | {100 * r['best_val_acc']:.2f} | {100 * p:.2f} "
-                f"| ±{noise(p, r['n_test']):.2f} | {r['train_seconds'] / 60:.1f} min |"
-            )
-        else:
-            spent = sum(e["seconds"] for e in r.get("epochs", []))
-            lines.append(
-                f"| {r['dir']} | {per_epoch} | – | – | unfinished (running, or stopped: resume=auto goes on) | – "
-                f"| {spent / 60:.1f} min so far |"
-            )
-    return lines
 
 
 def figure_run(data: dict, runs_dir: Path) -> Path | None:
