@@ -301,8 +301,8 @@ class PackedGraphs:
 
     def batch(self, indices: list[int]) -> dgl.DGLGraph:
         """The batched graph of ``indices`` made straight from the arrays, in one ``dgl.graph`` call: equal to
-        ``dgl.batch([self[i] for i in indices])`` without making the graphs one by one (for a collate that
-        wants it; the loaders batch ``self[i]`` today)."""
+        ``dgl.batch([self[i] for i in indices])`` without making the graphs one by one (what
+        :class:`Batches` serves when a split's graphs came from the cache)."""
         p, ns, es = self.packed, self.node_start, self.edge_start
         nodes = [ns[i + 1] - ns[i] for i in indices]
         edges = [es[i + 1] - es[i] for i in indices]
@@ -412,7 +412,11 @@ class Batches:
         return len(self.batch_sampler)
 
     def make(self, indices) -> tuple[dgl.DGLGraph, torch.Tensor]:
-        g, y = collate([self.dataset[i] for i in indices])
+        graphs = getattr(self.dataset, "graphs", None)
+        if isinstance(graphs, PackedGraphs):  # read from the cache: one graph straight from the arrays
+            g, y = graphs.batch(list(indices)), self.dataset.labels[list(indices)]
+        else:
+            g, y = collate([self.dataset[i] for i in indices])
         if self.pin:  # the labels; graphs stay as they are (PyPI's DGL cannot pin, and keeps them on the CPU)
             y = y.pin_memory()
         return g, y

@@ -231,3 +231,21 @@ def test_packed_graphs_batch_equals_dgl_batch(tmp_path):
     same_graphs([mine], [theirs])
     assert torch.equal(mine.batch_num_nodes(), theirs.batch_num_nodes())
     assert torch.equal(mine.batch_num_edges(), theirs.batch_num_edges())
+
+
+def test_loader_batches_a_cached_split_straight_from_the_arrays(tmp_path, monkeypatch):
+    """A split read from the cache is batched by PackedGraphs.batch (no graph made one by one), and every batch,
+    labels included, equals the collate of a freshly built split's."""
+    from data.pipeline import Batches, PackedGraphs, TrainBatches, collate
+
+    ds, vocab, construction = graph_sets(tmp_path)
+    fresh = GraphDataset(ds, vocab, construction, "val", progress=False)
+    GraphDataset(ds, vocab, construction, "val", progress=False, cache_dir=tmp_path / "c")  # writes the cache
+    cached = GraphDataset(ds, vocab, construction, "val", progress=False, cache_dir=tmp_path / "c")
+    assert isinstance(cached.graphs, PackedGraphs)
+    monkeypatch.setattr(PackedGraphs, "_make", lambda self, i: pytest.fail("a graph made one by one"))
+    order = TrainBatches(cached.sizes, 8, seed=3)
+    for (g, y), indices in zip(Batches(cached, order), TrainBatches(fresh.sizes, 8, seed=3)):
+        want_g, want_y = collate([fresh[i] for i in indices])
+        same_graphs([g], [want_g])
+        assert torch.equal(g.batch_num_nodes(), want_g.batch_num_nodes()) and torch.equal(y, want_y)
