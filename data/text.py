@@ -168,6 +168,50 @@ def _sst_rows(path: Path, cfg: Mapping, nlp, progress: bool, desc: str, sample: 
     return rows
 
 
+def phrase_rows(rows: list[dict]) -> list[dict]:
+    """Every labelled phrase of the sentences ``rows`` (``_sst_rows``'), each its own example, once.
+
+    Phrase-level training (Socher et al. 2013; Tai et al. 2015 train on every node's label; GLUE SST-2 is
+    binary SST's training phrases, deduplicated). A phrase is a node of the gold tree with a label (the
+    sentence itself, every inner phrase, every word). Its row is the sentence's row cut to the phrase's
+    span: tokens ``a..b-1`` renumbered from 0, the gold subtree under it (inner nodes after the tokens, in
+    the sentence's order; the phrase is its root), and the sentence's dependency parse restricted to the
+    span (a word whose head lies outside becomes a root). A token sequence seen before (the same phrase in
+    another sentence: SST labels each distinct phrase once) is kept once, at its first place."""
+    out, seen = [], set()
+    for row in rows:
+        parent, n = row["parent"], row["length"]
+        lo, hi = list(range(n)) + [n] * (len(parent) - n), list(range(1, n + 1)) + [0] * (len(parent) - n)
+        for node in range(len(parent)):  # inner nodes come after their children (post-order)
+            if parent[node] >= 0:
+                lo[parent[node]] = min(lo[parent[node]], lo[node])
+                hi[parent[node]] = max(hi[parent[node]], hi[node])
+        for node, label in enumerate(row["node_labels"]):
+            a, b = lo[node], hi[node]
+            tokens = row["tokens"][a:b]
+            if label < 0 or tuple(tokens) in seen:
+                continue
+            seen.add(tuple(tokens))
+            # the inner nodes under it: spans nest, and in post-order a descendant comes before its ancestors
+            inner = [k for k in range(n, node + 1) if lo[k] >= a and hi[k] <= b]
+            new_id = {**{t: t - a for t in range(a, b)}, **{k: b - a + i for i, k in enumerate(inner)}}
+            nodes = [*range(a, b), *inner]
+            heads = [h - a if a <= h < b else -1 for h in row["heads"][a:b]]
+            out.append(
+                {
+                    "tokens": tokens,
+                    "label": label,
+                    "heads": heads,
+                    "parent": [new_id[parent[k]] if k != node else -1 for k in nodes],
+                    "slot": [row["slot"][k] if k != node else -1 for k in nodes],
+                    "node_labels": [row["node_labels"][k] for k in nodes],
+                    "depth": tree_depth(heads),
+                    "length": b - a,
+                }
+            )
+    return out
+
+
 def _sst_splits(cfg: Mapping, nlp, progress: bool) -> dict[str, datasets.Dataset]:
     folder = data_dir_of(cfg)
     if folder is None:
@@ -179,6 +223,14 @@ def _sst_splits(cfg: Mapping, nlp, progress: bool) -> dict[str, datasets.Dataset
     for split, name in LOCAL_FILES[cfg["name"]].items():
         sample = int(cfg["num_train"]) if split == "train" and cfg.get("num_train") else None
         rows = _sst_rows(folder / name, cfg, nlp, progress, f"parsing {cfg['name']}/{split}", sample)
+        if split == "train" and cfg.get("train_phrases"):
+            sentences, rows = len(rows), phrase_rows(rows)
+            log.info(
+                "%s: %d training sentences -> %d labelled phrases (dataset.train_phrases)",
+                cfg["name"],
+                sentences,
+                len(rows),
+            )
         if not rows:
             raise ValueError(f"the {split} split is empty (dataset.max_length={cfg.get('max_length')}?)")
         out[split] = datasets.Dataset.from_list(rows)
@@ -247,6 +299,8 @@ def _fingerprint(cfg: Mapping, nlp) -> str:
             stat = Path(path).stat()
             source[split] = [str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns]
     keys = ("name", "text_column", "label_column", "lowercase", "max_length", "val_size", "num_train", "seed", "fine")
+    if cfg.get("train_phrases"):  # only when set: the caches of every run before it keep their keys
+        keys += ("train_phrases",)
     key = {
         "source": source,
         **{k: cfg.get(k) for k in keys},
@@ -257,6 +311,11 @@ def _fingerprint(cfg: Mapping, nlp) -> str:
 
 def load_text_splits(cfg: Mapping, progress: bool = True) -> dict[str, datasets.Dataset]:
     """``{"train"|"val"|"test": Dataset}`` with tokens, label, heads, depth, length (parsed, cached)."""
+    if cfg.get("train_phrases") and cfg["name"] not in TREEBANKS:
+        raise ValueError(
+            f"dataset.train_phrases=true trains on the labelled phrases of gold trees, and dataset={cfg['name']} has "
+            f"none: use dataset={' or dataset='.join(TREEBANKS)}, or leave dataset.train_phrases out"
+        )
     nlp = load_parser(cfg.get("parser", "en_core_web_sm"))
     cache = Path(cfg.get("cache_dir") or ".cache/tagnn") / "parsed" / f"{cfg['name']}-{_fingerprint(cfg, nlp)}"
     if (cache / "done").is_file():
