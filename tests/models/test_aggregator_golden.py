@@ -24,7 +24,7 @@ import pytest
 import torch
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "aggregators_golden.pt"
-DIM, HEADS, TYPES = 8, 2, 6  # TYPES: len(data.graphs.EDGE_TYPES)
+DIM, HEADS, TYPES = 12, 2, 6  # d_h = 6: 1 / sqrt(d_h) is not a power of two; TYPES: len(data.graphs.EDGE_TYPES)
 NAMES = ("gcn", "gin", "gat", "transformer", "sum", "mean", "max")
 ATTENTION = ("gat", "transformer")
 HOOKS = ("plain", "head_mask", "record", "bias", "dropout", "all")
