@@ -12,7 +12,7 @@ which can go deep cheaply (a k-layer GNN only sees k hops of a ListOps tree).
 ``update=gru`` replaces the residual sum of the aggregation step by a gated update (Li et al.,
 2016, gated graph networks): ĥ_i = GRU(Dropout(Aggregate(LN(h))_i), h_i), so a node can keep its
 state until its children's messages are ready. ``edge_types`` lets every message know whether it
-comes from a child, the head, itself, the left or the right (``models/aggregators.py``).
+comes from a child, the head, itself, the left or the right (``models/aggregators/edge_types.py``).
 """
 
 from __future__ import annotations

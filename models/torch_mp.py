@@ -2,7 +2,7 @@
 
 DGL computes attention over a graph's edges as ``u_dot_v`` (a score per edge) -> ``edge_softmax``
 (normalise over each node's incoming edges) -> ``u_mul_e`` + ``sum`` (weighted values summed at the
-receiver), see ``models/aggregators.py``. The same three steps need nothing but torch's gather and
+receiver), see ``models/aggregators/transformer.py``. The same three steps need nothing but torch's gather and
 scatter ops:
 
   1. gather ``q`` at each edge's receiver and ``k`` at its sender, dot them: a score per edge;

@@ -130,7 +130,7 @@ print(A[0].numpy().round(3))
 # %% [markdown]
 # ## 3. The repository's layer is the same computation
 #
-# `DotProductAttention` (in `models/aggregators.py`) is the layer the Transformer model uses. It holds
+# `DotProductAttention` (in `models/aggregators/transformer.py`) is the layer the Transformer model uses. It holds
 # $W_Q, W_K, W_V$ and an output projection $O$ that mixes the concatenated heads:
 # $h_i' = O\,[\text{head}_1; \dots; \text{head}_H]_i$. With its own weights, our function plus $O$ must
 # reproduce it, and so must its dense twin `forward_dense`, which runs one fused attention call on a

@@ -20,7 +20,7 @@ from data.graphs import GRAPH_KINDS, Built, GraphConstruction, GraphKind, regist
 from models import model_names
 from tests.conftest import CONF, ROOT, compose_config
 
-CORE = sorted([*ROOT.glob("data/*.py"), *ROOT.glob("models/*.py"), *ROOT.glob("engine/*.py")]) + [
+CORE = sorted([*ROOT.glob("data/*.py"), *ROOT.glob("models/**/*.py"), *ROOT.glob("engine/*.py")]) + [
     ROOT / "train.py",
     ROOT / "evaluate.py",
 ]

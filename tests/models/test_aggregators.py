@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from data.graphs import GraphConstruction, complete_edges, knn_edges, tree_edges, window_edges
 from data.listops import make_example
 from models.aggregators import AGGREGATORS, DotProductAttention, GATAttention, GCNAggregation
+from models.dense import to_dense
 from models.encoder import GraphEncoder
 
 TOL = 1e-5
@@ -431,6 +432,27 @@ def test_gcn_records_no_attention():
     agg = make_agg("gcn", 8, 1)
     agg(dgl.graph(complete_edges(3)), torch.randn(3, 8))
     assert agg.last_attention is None
+
+
+@pytest.mark.parametrize("name", ["transformer", "gat"])
+def test_hooks_that_are_off_hand_back_their_input_itself(name):
+    """The equation calls every hook (models/aggregators/attention.py); switched off, each returns the very
+    tensor it was given, so the plain path computes nothing more than its equation."""
+    from models.aggregators.attention import add_bias
+
+    agg = make_agg(name, 8, 2)
+    g = dgl.graph(complete_edges(3))
+    g.edata["etype"] = torch.zeros(g.num_edges(), dtype=torch.long)
+    s, h = torch.randn(g.num_edges(), 2, 1), torch.randn(3, 2, 4)
+    scores, scores_dense = torch.randn(1, 2, 3, 3), torch.randn(1, 2, 3, 3)
+    dg = to_dense(g, "cpu", edge_types=True)
+    assert add_bias(s, None) is s and agg.masked_heads(h) is h
+    assert agg.typed_values(g, h) is h and agg.typed_values_dense(scores, scores_dense, dg) is scores
+    typed = (agg.typed_keys(g, s), agg.typed_keys_dense(scores, scores, dg)) if name == "transformer" else ()
+    typed += (agg.typed_scores(g, s), agg.typed_scores_dense(scores, dg)) if name == "gat" else ()
+    assert typed[0] is s and typed[1] is scores
+    agg.record(scores)
+    assert agg.last_attention is None and not agg.needs_weights
 
 
 # --------------------------------------------------------------------------------------------

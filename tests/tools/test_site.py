@@ -50,18 +50,18 @@ def test_equations_become_mathml_and_code_is_left_alone():
 def test_links_follow_the_files_to_their_place_on_the_site(tmp_path):
     stager = site.Stager(tmp_path)
     readme = (
-        "[map](models/aggregators.py) [essay](docs/essay.md#the-answers) [part 1](tutorials/01_attention_is_message_passing.py) "
+        "[map](models/aggregators/transformer.py) [essay](docs/essay.md#the-answers) [part 1](tutorials/01_attention_is_message_passing.py) "
         "[web](https://www.dgl.ai) [top](#quickstart) ![fig](docs/figures/heads_by_depth.png)\n"
         "```\n[not a link](nowhere.py)\n```\n"
     )
     out = stager.rewrite_links(readme, "README.md", html=False)
-    assert "[map](source/models/aggregators.py.md)" in out
+    assert "[map](source/models/aggregators/transformer.py.md)" in out
     assert "[essay](essay.md#the-answers)" in out
     assert "[part 1](tutorials/01_attention_is_message_passing.ipynb)" in out
     assert "(https://www.dgl.ai)" in out and "(#quickstart)" in out
     assert "![fig](figures/heads_by_depth.png)" in out
     assert "[not a link](nowhere.py)" in out  # fenced code is not rewritten
-    assert stager.sources == {"models/aggregators.py"}
+    assert stager.sources == {"models/aggregators/transformer.py"}
     # from a docs page one level down, and in a notebook (final .html addresses)
     assert "[c](source/conf/model/gin.yaml.md)" in stager.rewrite_links(
         "[c](../conf/model/gin.yaml)", "docs/essay.md", False
