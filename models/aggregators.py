@@ -125,7 +125,7 @@ class _MultiHeadAttention(nn.Module):
         self.attn_dropout = nn.Dropout(attn_dropout)
         self.record_attention = False  # set True to keep the weights (E, H) in last_attention
         self.last_attention = None
-        self.head_mask = None  # (H,) 0/1 per head: 0 silences a head (tools/prune_heads.py); None keeps all
+        self.head_mask = None  # (H,) 0/1 per head: 0 silences a head (studies/prune_heads); None keeps all
 
     def _mask_heads(self, agg: torch.Tensor, head_dim: int) -> torch.Tensor:
         """``agg`` with the masked heads zeroed; heads are on dimension ``head_dim``."""
