@@ -53,7 +53,7 @@ experiment: install ## one experiment of conf/experiment/ (all its grids) -> doc
 
 SMALL ?=
 essay: install ## every essay experiment, then the answers -> docs/results/essay.md (~26 h on 2 cores, an estimate: docs/essay.md "Compute"); SMALL=1: < 1 h -> docs/results/small/
-	$(if $(SMALL),OMP_NUM_THREADS=1) $(PYTHON) -m tools.essay $(if $(SMALL),scale=small cluster=joblib) $(ARGS)
+	$(if $(SMALL),OMP_NUM_THREADS=1) $(PYTHON) -m studies.essay $(if $(SMALL),scale=small cluster=joblib) $(ARGS)
 
 sweep: ## every model x graph on ListOps, 3 seeds (= make experiment E=graph_choice; ~8 CPU-hours, ~4 h on 2 cores, an estimate: docs/essay.md "Compute"; SMALL: make essay SMALL=1)
 	$(MAKE) --no-print-directory experiment E=graph_choice
@@ -66,7 +66,7 @@ neural_syntax: install ## train Transformers on complete graphs (3 seeds), measu
 	$(PYTHON) -m tools.experiment neural_syntax $(ARGS)
 
 prune_heads: install ## prune the heads of experiment=heads' 8-head model (make experiment E=heads first)
-	$(PYTHON) -m tools.prune_heads multirun/heads/model.num_heads=8,seed=0 --out docs/results/prune_heads $(ARGS)
+	$(PYTHON) -m studies.prune_heads multirun/heads/model.num_heads=8,seed=0 --out docs/results/prune_heads $(ARGS)
 
 bench: install ## the hardware lottery (sparse vs dense), the recursive models' step cost, cost as n grows, the pretrained MiniLM (DGL vs dense vs HF) -> bench/results/<machine>/ (cpu-2core here; ~25 min on 2 cores)
 	$(PYTHON) -m bench.hardware_lottery $(ARGS)
@@ -93,7 +93,7 @@ clean: ## remove outputs, multirun, wandb and caches (keeps .venv)
 
 sst_syntax: install ## does a complete-graph Transformer trained on SST find the gold or the dependency tree? (after make experiment E=sst)
 	@for s in 0 1 2; do for t in gold dep; do \
-		$(PYTHON) -m tools.attention_syntax "multirun/sst/graph=complete,model=transformer,seed=$$s" --tree $$t \
+		$(PYTHON) -m studies.attention_syntax "multirun/sst/graph=complete,model=transformer,seed=$$s" --tree $$t \
 			--out docs/results/sst_syntax/seed$${s}_$$t || exit 1; done; done
 
 SYNTAX_RUN ?= outputs/pretrained_syntax/sst_transformer_complete
@@ -101,11 +101,11 @@ FINETUNED_RUN ?= multirun/pretrained_graphs/dataset=sst_binary,graph=complete,se
 pretrained_syntax: install ## which heads of pretrained MiniLM (and a from-scratch SST Transformer) find the parse -> docs/results/pretrained_syntax.{json,md} (~15 min)
 	test -f $(SYNTAX_RUN)/checkpoints/best.pt || OMP_NUM_THREADS=1 $(PYTHON) train.py experiment=sst graph=complete \
 		model=transformer seed=0 logger=none hydra.run.dir=$(SYNTAX_RUN)
-	$(PYTHON) -m tools.pretrained_syntax --checkpoint $(SYNTAX_RUN) --label from-scratch --name pretrained_syntax_scratch \
+	$(PYTHON) -m studies.pretrained_syntax --checkpoint $(SYNTAX_RUN) --label from-scratch --name pretrained_syntax_scratch \
 		--out docs/results --figures docs/figures
-	test ! -f "$(FINETUNED_RUN)/results.json" || $(PYTHON) -m tools.pretrained_syntax --checkpoint "$(FINETUNED_RUN)" \
+	test ! -f "$(FINETUNED_RUN)/results.json" || $(PYTHON) -m studies.pretrained_syntax --checkpoint "$(FINETUNED_RUN)" \
 		--label "fine-tuned MiniLM" --name pretrained_syntax_finetuned --out docs/results --figures docs/figures
-	$(PYTHON) -m tools.pretrained_syntax --model minilm --out docs/results --figures docs/figures \
+	$(PYTHON) -m studies.pretrained_syntax --model minilm --out docs/results --figures docs/figures \
 		--beside docs/results/pretrained_syntax_scratch.json \
 		$(if $(wildcard docs/results/pretrained_syntax_finetuned.json),--beside docs/results/pretrained_syntax_finetuned.json) \
 		--md docs/results/pretrained_syntax.md

@@ -56,23 +56,38 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.machine import add_arguments, pick_device, results_dir, sparse_available, sparse_skip_line  # noqa: E402
-from data.graphs import GraphConstruction  # noqa: E402
+from data.graphs import GRAPH_KINDS, GraphConstruction  # noqa: E402
+from models import MODEL_FAMILIES  # noqa: E402
 from models.dense import to_dense  # noqa: E402
 from models.encoder import Block, GraphEncoder  # noqa: E402
 from models.torch_mp import mp_attention  # noqa: E402
 
-GRAPHS = ("complete", "tree", "window", "knn", "none")
 IMPLS = ("sparse", "dense", "auto")
 NS = (16, 32, 64, 128, 256, 512, 1024)
 # the attention section: (heads, head dim, dtype on a GPU); float32 on the CPU
 SHAPES = {"d64, 4 heads": (4, 16, torch.float32), "MiniLM, 12 heads of 32": (12, 32, torch.bfloat16)}
-ATTENTION_GRAPHS = ("complete", "window", "bpt", "tree")
 ATTENTION_IMPLS = ("torch_mp", "dgl_sparse", "sdpa_dense")
 
 
 # --------------------------------------------------------------------------------------------
 # Inputs
 # --------------------------------------------------------------------------------------------
+def default_graphs() -> list[str]:
+    """The layers section's graphs: the registered graphs on the tokens alone (no added nodes) that need no
+    parse (dep on these random trees is tree again). Any registered graph may be named with --graphs."""
+    return [name for name, kind in GRAPH_KINDS.items() if not (kind.text_only or kind.adds_nodes)]
+
+
+def default_attention_graphs() -> list[str]:
+    """The attention section's graphs: the static registered graphs with edges between tokens (not knn's
+    per-layer rebuild, not none's self loops), one tree of tree, dep and binary_tree."""
+    return [
+        name
+        for name, kind in GRAPH_KINDS.items()
+        if not (kind.text_only or kind.binary or kind.dynamic) and kind.no_pe_graph is None
+    ]
+
+
 def random_heads(n: int, gen: torch.Generator) -> list[int]:
     """A random tree over n tokens: token i > 0 hangs under a uniformly chosen earlier token."""
     return [-1] + [int(torch.randint(0, i, (1,), generator=gen)) for i in range(1, n)]
@@ -611,14 +626,14 @@ def machine_name(device) -> str:
     return f"{cpu}, {torch.get_num_threads()} threads, torch {torch.__version__}, dgl {dgl.__version__}"
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_arguments(p)
-    p.add_argument("--graphs", nargs="+", default=list(GRAPHS), choices=GRAPHS)
+    p.add_argument("--graphs", nargs="+", default=default_graphs(), choices=list(GRAPH_KINDS))
     p.add_argument("--impls", nargs="+", default=list(IMPLS), choices=IMPLS)
     p.add_argument("--ns", nargs="+", type=int, default=list(NS))
     p.add_argument("--tokens", type=int, default=4096, help="tokens per batch (batch size = tokens // n)")
-    p.add_argument("--model", default="transformer", choices=("gcn", "gat", "transformer"))
+    p.add_argument("--model", default="transformer", choices=MODEL_FAMILIES["encoder"].models)  # an aggregator
     p.add_argument("--dim", type=int, default=64)
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--k", type=int, default=4)
@@ -629,7 +644,7 @@ def main(argv=None) -> int:
         default=None,
         help="impl=auto's dense_min_density (default: the value in conf/encoder/default.yaml)",
     )
-    p.add_argument("--attn-graphs", nargs="+", default=list(ATTENTION_GRAPHS), choices=ATTENTION_GRAPHS)
+    p.add_argument("--attn-graphs", nargs="+", default=default_attention_graphs(), choices=list(GRAPH_KINDS))
     p.add_argument("--attn-ns", nargs="+", type=int, default=None, help="default: 16..1024 (CPU), 64..4096 (GPU)")
     p.add_argument(
         "--attn-tokens",
@@ -647,7 +662,11 @@ def main(argv=None) -> int:
     p.add_argument("--train-epochs", type=int, default=1)
     p.add_argument("--skip", nargs="*", default=[], choices=("layers", "attention", "memory", "overheads", "training"))
     p.add_argument("--quick", action="store_true", help="tiny sizes: checks the script, measures nothing")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
     if args.threshold is None:
         with open(ROOT / "conf" / "encoder" / "default.yaml") as f:  # every model's encoder settings
             args.threshold = float(yaml.safe_load(f)["dense_min_density"])

@@ -41,10 +41,10 @@ import dgl  # noqa: E402
 import torch  # noqa: E402
 
 from bench.machine import add_arguments, pick_device, results_dir, sparse_available, sparse_skip_line  # noqa: E402
+from data.graphs import GRAPH_KINDS  # noqa: E402
 from data.wordpiece import Pieces, piece_graph  # noqa: E402
 from models.minilm import MiniLMEncoder, build_minilm, model_dir  # noqa: E402
 
-GRAPHS = ("complete", "window", "bpt", "none", "dep")
 NS = (16, 64, 128, 256)
 # all-MiniLM-L6-v2's shapes (its config.json), for --random-weights where the package is absent
 MINILM_SHAPES = {
@@ -165,11 +165,16 @@ def measure_implementations(model, bert, n: int, tokens: int, repeat: int, spars
     return rows
 
 
+def graph_names() -> tuple[str, ...]:
+    """Every registered graph that lifts from words to word pieces and needs no gold tree, in the registry's order."""
+    return tuple(name for name, kind in GRAPH_KINDS.items() if kind.word_graph is not None and not kind.gold_tree)
+
+
 def measure_graphs(model, ns, tokens: int, repeat: int, sparse: bool = True) -> list[dict]:
     rows = []
     for n in ns:
         pieces = sentences(n, max(1, tokens // n), seed=n)
-        for graph in GRAPHS:
+        for graph in graph_names():
             g = on_device(make_batch(graph, pieces), sparse)
             impls = {"sparse": ours_step(model, g, "sparse")} if sparse else {}
             impls["dense"] = ours_step(model, g, "dense")
@@ -245,7 +250,7 @@ def summary(impl_rows, graph_rows, machine: str, command: str, load: str = "") -
     ]
     by_key = {(r["n"], r["graph"], r["impl"]): r for r in graph_rows}
     for n in sorted({r["n"] for r in graph_rows}):
-        for graph in GRAPHS:
+        for graph in graph_names():
             s, d = by_key.get((n, graph, "sparse")), by_key[(n, graph, "dense")]
             sparse = f"{s['ms']:.1f} ({s['vs_complete_same_impl']:.2f})" if s else "–"
             lines.append(

@@ -28,8 +28,15 @@ from pathlib import Path
 import numpy as np
 
 log = logging.getLogger("tools.embed")
-MODELS = ("minilm",)
-GRAPHS = ("complete", "window", "none", "dep", "bpt")  # tree: only with gold trees (SST), not from a text file
+MODELS = ("minilm",)  # the one pretrained model embed() builds
+
+
+def graph_names() -> tuple[str, ...]:
+    """The registered graphs that lift from words to pieces (``word_graph``) and need no gold tree: a text
+    file has none (``tree`` on SST is gold)."""
+    from data.graphs import GRAPH_KINDS
+
+    return tuple(name for name, kind in GRAPH_KINDS.items() if kind.word_graph is not None and not kind.gold_tree)
 
 
 class InputError(ValueError):
@@ -61,9 +68,10 @@ def read_lines(path: Path) -> list[str]:
 
 def build_graphs(lines: list[str], graph: str, wordpiece, window: int = 2, bpt_k: int = 4):
     """One piece graph per line, and how many lines were truncated and pieces cut."""
+    from data.graphs import GRAPH_KINDS
     from data.wordpiece import piece_graph
 
-    if graph == "dep":
+    if GRAPH_KINDS[graph].text_only:  # dep: spaCy's parse of the line
         from data.text import load_parser, parse_texts
 
         parsed = parse_texts(lines, load_parser(), progress=False)
@@ -120,9 +128,12 @@ def save_atomic(array: np.ndarray, path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from data.graphs import GRAPH_KINDS
+
+    graphs = graph_names()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="minilm", help=f"one of: {', '.join(MODELS)}")
-    parser.add_argument("--graph", default="complete", help=f"one of: {', '.join(GRAPHS)}")
+    parser.add_argument("--graph", default="complete", help=f"one of: {', '.join(graphs)}")
     parser.add_argument("--in", dest="inp", required=True, type=Path, help="UTF-8 text, one sentence per line")
     parser.add_argument("--out", required=True, type=Path, help="the .npy file to write, float32 [lines, 384]")
     parser.add_argument("--window", type=int, default=2, help="--graph window: words at most this far apart")
@@ -133,10 +144,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.model not in MODELS:
             raise InputError(f"unknown --model {args.model!r}; valid: {', '.join(MODELS)}")
-        if args.graph == "tree":
-            raise InputError("--graph tree needs gold trees (SST's), which a text file does not have: use --graph dep")
-        if args.graph not in GRAPHS:
-            raise InputError(f"unknown --graph {args.graph!r}; valid: {', '.join(GRAPHS)}")
+        kind = GRAPH_KINDS.get(args.graph)
+        if kind is not None and kind.gold_tree and kind.word_graph is not None:
+            raise InputError(
+                f"--graph {args.graph} needs gold trees (SST's), which a text file does not have: use --graph dep"
+            )
+        if args.graph not in graphs:
+            raise InputError(f"unknown --graph {args.graph!r}; valid: {', '.join(graphs)}")
         lines = read_lines(args.inp)
         array = embed(lines, args.graph, batch_size=args.batch_size, window=args.window, bpt_k=args.bpt_k)
     except (InputError, ModuleNotFoundError, FileNotFoundError, ValueError) as err:

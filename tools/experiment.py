@@ -18,12 +18,12 @@ lines only), and the table is ``python -m tools.results_table docs/results/runs/
 ``docs/results/E.md`` with its plots, drawn from those committed records (``--table-only`` without
 ``multirun/E`` draws them again from the records alone; ``tools.check_docs`` replays the table).
 ``experiment_then: <module> <args>`` runs one more analysis of the runs after it
-(``long_range.yaml``: ``tools.long_range``, which scores every run on longer expressions); a list of
+(``long_range.yaml``: ``studies.long_range``, which scores every run on longer expressions); a list of
 such lines runs each in order (``neural_syntax.yaml``: the attention analysis of each seed).
 ``experiment_table: <path stem>`` sends the runs' table and plots elsewhere (``listops_best.yaml``: to its
 sweep directory), for an experiment whose committed table an ``experiment_then`` tool writes.
 
-The essay experiments (``tools/essay.py``) select ``scale=full``; ``scale=small`` among the overrides
+The essay experiments (``studies/essay``) select ``scale=full``; ``scale=small`` among the overrides
 runs the same grids smaller into ``multirun/small/E`` and ``docs/results/small/E.md`` (``{suite_dir}``
 in ``experiment_then`` is that ``small/`` prefix). An experiment that leaves ``trainer.resume`` out of
 its run directories' names runs with ``trainer.resume=auto``: finished runs are tested again, not
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     table += [f"--curves={figures}_curves.png", f"--lengths={figures}_by_length.png"]
     if subprocess.call(table, cwd=ROOT):
         return 1
-    for then in [] if args.no_then else thens_of(args.name):  # analyses of the trained runs, e.g. tools.long_range
+    for then in [] if args.no_then else thens_of(args.name):  # analyses of the trained runs, e.g. studies.long_range
         then = then.replace("{suite_dir}", prefix)
         print(f"then: python -m {then}", flush=True)
         if subprocess.call([sys.executable, "-m", *shlex.split(then)], cwd=ROOT):

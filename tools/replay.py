@@ -7,13 +7,13 @@ on a mismatch. Three ways a table is replayed, in this order:
 1. ``docs/results/runs/<name>.jsonl`` (per-run records written by ``make experiment``, ``tools.records``)
    -> ``docs/results/<name>.md``, rendered by ``tools.results_table``; only the generated part is
    compared (everything above the first ``## `` heading: the written analysis below it is prose);
-2. ``docs/results/X.json`` with ``X.md`` beside it and a writer ``tools.X.table_from_json(data)``
-   (``essay``, ``listops_best``);
+2. ``docs/results/X.json`` with ``X.md`` beside it and a writer ``studies.X.table_from_json(data)``
+   (the study of that name: ``essay``, ``listops_best``);
 3. an entry of ``TABLES`` below: a table, the JSON files it is drawn from and the function that renders
    it (``pretrained_graphs``, ``pretrained_graphs_frozen``, ``pretrained_syntax``).
 
 A new experiment plugs in with no code when ``make experiment`` writes its table (1), or with one
-``table_from_json`` in its tool (2), or one line in ``TABLES`` (3).
+``table_from_json`` in its study (2), or one line in ``TABLES`` (3).
 
 **Sealed**: a table whose per-run data is lost (its ``multirun/`` directories were never committed)
 says so in its header, above its first table (``per-run records not committed; rerun: `...` ``), and ``check_docs`` holds
@@ -37,7 +37,7 @@ NOTE = "per-run records not committed; rerun: "
 
 
 def _pretrained_graphs(pg: dict) -> str:
-    from tools import pretrained_graphs
+    from studies import pretrained_graphs
 
     figure = f"\n![test accuracy by graph](../figures/{pretrained_graphs.EXPERIMENT}.png)\n"
     return pretrained_graphs.markdown(pg, f"make experiment E={pretrained_graphs.EXPERIMENT}") + figure
@@ -46,7 +46,7 @@ def _pretrained_graphs(pg: dict) -> str:
 def _pretrained_graphs_frozen(frozen: dict) -> str:
     import tempfile
 
-    from tools import graph_probe
+    from studies import graph_probe
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "table.md"
@@ -55,7 +55,7 @@ def _pretrained_graphs_frozen(frozen: dict) -> str:
 
 
 def _pretrained_syntax(*results: dict) -> str:
-    from tools import pretrained_syntax
+    from studies import pretrained_syntax
 
     return pretrained_syntax.markdown(list(results))
 
@@ -84,7 +84,7 @@ class Table:
 
 
 def _soft_syntax(data: dict, pretrained: dict, timing: dict) -> str:
-    from tools import soft_syntax
+    from studies import soft_syntax
 
     return soft_syntax.replay_table(data, pretrained, timing)
 
@@ -95,25 +95,25 @@ TABLES = [
         "docs/results/soft_syntax.md",
         tuple(f"docs/results/{n}.json" for n in ("soft_syntax", "pretrained_graphs", "soft_syntax_time")),
         _soft_syntax,
-        "tools.soft_syntax.replay_table",
+        "studies.soft_syntax.replay_table",
     ),
     Table(
         "docs/results/pretrained_graphs.md",
         ("docs/results/pretrained_graphs.json",),
         _pretrained_graphs,
-        "tools.pretrained_graphs.markdown",
+        "studies.pretrained_graphs.markdown",
     ),
     Table(
         "docs/results/pretrained_graphs_frozen.md",
         ("docs/results/pretrained_graphs_frozen.json",),
         _pretrained_graphs_frozen,
-        "tools.graph_probe.write_markdown",
+        "studies.graph_probe.write_markdown",
     ),
     Table(
         "docs/results/pretrained_syntax.md",
         tuple(f"docs/results/pretrained_syntax{s}.json" for s in ("", "_scratch", "_finetuned")),
         _pretrained_syntax,
-        "tools.pretrained_syntax.markdown",
+        "studies.pretrained_syntax.markdown",
     ),
 ]
 
@@ -149,11 +149,11 @@ def tables(root: Path) -> list[Table]:
                 generated_only=True,
             )
         )
-    for data_file in sorted((root / RESULTS).rglob("*.json")):  # (2) X.json + tools.X.table_from_json
+    for data_file in sorted((root / RESULTS).rglob("*.json")):  # (2) X.json + studies.X.table_from_json
         if not data_file.with_suffix(".md").is_file() or data_file.is_relative_to(root / RUNS):
             continue
         try:
-            writer = importlib.import_module(f"tools.{data_file.stem}")
+            writer = importlib.import_module(f"studies.{data_file.stem}")
         except ModuleNotFoundError:
             continue
         if hasattr(writer, "table_from_json"):
@@ -163,7 +163,7 @@ def tables(root: Path) -> list[Table]:
                     rel[: -len(".json")] + ".md",
                     (rel,),
                     writer.table_from_json,
-                    f"tools.{data_file.stem}.table_from_json",
+                    f"studies.{data_file.stem}.table_from_json",
                 )
             )
     return out + TABLES

@@ -20,6 +20,7 @@ refreshes its numbers without deleting the analysis that reads them.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import sys
@@ -29,8 +30,6 @@ import yaml
 
 from tools import records
 
-MODELS = ("gcn", "gat", "transformer", "sum", "mean", "max", "gin", "treelstm", "recursive")
-GRAPHS = ("complete", "tree", "dep", "binary_tree", "window", "bpt", "knn", "none")
 MIN_DEPTH_EXAMPLES = 10  # the depth plot leaves out depths rarer than this in the test split
 DEEP = 5  # depths from here on are few per test split: pooled into one column
 NOT_FACTORS = (
@@ -107,6 +106,15 @@ def _with_factors(runs: list[dict]) -> list[dict]:
     return runs
 
 
+@functools.cache
+def known_names() -> dict[str, tuple[str, ...]]:
+    """The usual order of table rows and columns: the registries' (an unregistered name sorts after them)."""
+    from data.graphs import GRAPH_KINDS
+    from models import model_names
+
+    return {"model": tuple(model_names()), "graph": tuple(GRAPH_KINDS)}
+
+
 def _sort_key(value: str, known=(), seen=()):
     """Known names in their usual order, then numbers by value, then other values as the sweep ran them."""
     if value in known:
@@ -121,13 +129,13 @@ def _layout(runs: list[dict]) -> tuple[list[str], list[tuple], list[str]]:
     """(row factor names, row keys, column values): graphs are columns when they vary."""
     factors = list(runs[0]["_factors"]) if runs else []
     row_factors = [f for f in factors if f != "graph"] or (["model"] if "graph" in factors else [])
-    known = {"model": MODELS, "graph": GRAPHS}
+    known = known_names()
     seen = {f: list(dict.fromkeys(r["_settings"].get(f, "–") for r in runs)) for f in row_factors}
     rows = sorted(
         {tuple(r["_settings"].get(f, "–") for f in row_factors) for r in runs},
         key=lambda key: [_sort_key(v, known.get(f, ()), seen[f]) for f, v in zip(row_factors, key)],
     )
-    cols = sorted({r["graph"] for r in runs}, key=lambda g: _sort_key(g, GRAPHS)) if "graph" in factors else []
+    cols = sorted({r["graph"] for r in runs}, key=lambda g: _sort_key(g, known["graph"])) if "graph" in factors else []
     return row_factors, rows, cols
 
 
@@ -144,54 +152,53 @@ def _cell(values: list[float], fmt: str) -> str:
     return f"{fmt.format(statistics.mean(values))} ± {fmt.format(statistics.stdev(values))} (n={len(values)})"
 
 
-def tables(runs: list[dict]) -> str:
+def _runs_at(runs: list[dict], row_factors: list[str], row: tuple, col: str | None = None) -> list[dict]:
+    """The runs of one table row (and graph column)."""
+    return [
+        r
+        for r in runs
+        if tuple(r["_settings"].get(f, "–") for f in row_factors) == row and (col is None or r["graph"] == col)
+    ]
+
+
+def _grid(runs: list[dict], title: str, value, fmt: str) -> list[str]:
+    """One table: a row per table row, a column per graph (or one column), ``value(run)`` seeds averaged."""
     row_factors, rows, cols = _layout(runs)
-
-    def runs_at(row, col=None):
-        return [
-            r
-            for r in runs
-            if tuple(r["_settings"].get(f, "–") for f in row_factors) == row and (col is None or r["graph"] == col)
-        ]
-
-    out = []
     head = ", ".join(row_factors) or "run"
+    columns = cols or [title.split(" (")[0].lower()]
+    out = [f"**{title}**\n"]
+    out.append(f"| {head} \\ graph | " + " | ".join(columns) + " |" if cols else f"| {head} | {columns[0]} |")
+    out.append("|---|" + "---|" * len(columns))
+    for row in rows:
+        cells = [_cell([value(r) for r in _runs_at(runs, row_factors, row, c)], fmt) for c in (cols or [None])]
+        out.append(f"| {', '.join(row) or 'all'} | " + " | ".join(cells) + " |")
+    return out + [""]
 
-    def grid(title, value, fmt):
-        out.append(f"**{title}**\n")
-        columns = cols or [title.split(" (")[0].lower()]
-        out.append(f"| {head} \\ graph | " + " | ".join(columns) + " |" if cols else f"| {head} | {columns[0]} |")
-        out.append("|---|" + "---|" * len(columns))
-        for row in rows:
-            cells = [_cell([value(r) for r in runs_at(row, c)], fmt) for c in (cols or [None])]
-            out.append(f"| {', '.join(row) or 'all'} | " + " | ".join(cells) + " |")
-        out.append("")
 
-    grid("Test accuracy", lambda r: r["test_acc"], "{:.3f}")
-    if all("best_val_acc" in r for r in runs):
-        grid("Best validation accuracy", lambda r: r["best_val_acc"], "{:.3f}")
-    grid("Training time (s)", lambda r: r["train_seconds"], "{:.0f}")
-    grid("Training throughput (examples/s)", lambda r: r["examples_per_second"], "{:.0f}")
+def _breakdown(runs: list[dict], title: str, note: str, columns: dict[str, int], values, fmt: str) -> list[str]:
+    """A table of per-run breakdowns: one row per table row and graph, one column per bucket
+    (``columns``: bucket -> test examples), ``values(run) -> {bucket: accuracy}``, seeds averaged."""
+    row_factors, rows, cols = _layout(runs)
+    names = row_factors + (["graph"] if cols else [])
+    out = [f"**{title}** ({note})\n"]
+    out.append(f"| {' | '.join(names) or 'run'} | " + " | ".join(f"{k} (n={n})" for k, n in columns.items()) + " |")
+    out.append("|---|" + "---|" * (max(1, len(names)) - 1 + len(columns)))
+    for row in rows:
+        for c in cols or [None]:
+            rs = [v for v in (values(r) for r in _runs_at(runs, row_factors, row, c)) if v]
+            if rs:
+                cells = [_cell([v[k] for v in rs if k in v], fmt) for k in columns]
+                out.append(f"| {' | '.join(list(row) + ([c] if c else [])) or 'all'} | " + " | ".join(cells) + " |")
+    return out + [""]
 
-    def breakdown(title: str, note: str, columns: dict[str, int], values, fmt: str):
-        """A table of per-run breakdowns: one row per table row and graph, one column per bucket
-        (``columns``: bucket -> test examples), ``values(run) -> {bucket: accuracy}``, seeds averaged."""
-        names = row_factors + (["graph"] if cols else [])
-        out.append(f"**{title}** ({note})\n")
-        out.append(f"| {' | '.join(names) or 'run'} | " + " | ".join(f"{k} (n={n})" for k, n in columns.items()) + " |")
-        out.append("|---|" + "---|" * (max(1, len(names)) - 1 + len(columns)))
-        for row in rows:
-            for c in cols or [None]:
-                rs = [values(r) for r in runs_at(row, c)]
-                rs = [v for v in rs if v]
-                if rs:
-                    cells = [_cell([v[k] for v in rs if k in v], fmt) for k in columns]
-                    out.append(f"| {' | '.join(list(row) + ([c] if c else [])) or 'all'} | " + " | ".join(cells) + " |")
-        out.append("")
 
+def _breakdowns(runs: list[dict]) -> list[str]:
+    """Test accuracy by tree depth, by length and by root operator, for the runs that measured them."""
+    out = []
     if any(r.get("test_by_depth") for r in runs):
         counts = _depth_buckets(next(r for r in runs if r.get("test_by_depth")))
-        breakdown(
+        out += _breakdown(
+            runs,
             "Test accuracy by tree depth",
             f"depths {DEEP}+ pooled; n = test examples",
             {b: n for b, (n, _) in counts.items()},
@@ -203,7 +210,8 @@ def tables(runs: list[dict]) -> str:
         for r in runs:  # every bucket any run has, with its count (the runs of one table share a test split)
             for b, v in (r.get("test_by_length") or {}).items():
                 buckets[b] = max(buckets.get(b, 0), v["n"])
-        breakdown(
+        out += _breakdown(
+            runs,
             "Test accuracy by length",
             "tokens; n = test examples",
             {b: buckets[b] for b in sorted(buckets, key=_bucket_start)},
@@ -213,13 +221,24 @@ def tables(runs: list[dict]) -> str:
     if any(r.get("test_by_root") for r in runs):
         first = next(r for r in runs if r.get("test_by_root"))["test_by_root"]
         groups = sorted(first, key=lambda k: (k == "digit", k))  # operators, then bare digits
-        breakdown(
+        out += _breakdown(
+            runs,
             "Test accuracy by root operator",
             "ListOps; n = test examples",
             {k: first[k]["n"] for k in groups},
             lambda r: {k: v["acc"] for k, v in (r.get("test_by_root") or {}).items()},
             "{:.3f}",
         )
+    return out
+
+
+def tables(runs: list[dict]) -> str:
+    out = _grid(runs, "Test accuracy", lambda r: r["test_acc"], "{:.3f}")
+    if all("best_val_acc" in r for r in runs):
+        out += _grid(runs, "Best validation accuracy", lambda r: r["best_val_acc"], "{:.3f}")
+    out += _grid(runs, "Training time (s)", lambda r: r["train_seconds"], "{:.0f}")
+    out += _grid(runs, "Training throughput (examples/s)", lambda r: r["examples_per_second"], "{:.0f}")
+    out += _breakdowns(runs)
     devices = sorted({r.get("device", "?") for r in runs})
     out.append(f"{len(runs)} runs, device {', '.join(devices)}, epochs {sorted({r['epochs'] for r in runs})}.")
     return "\n".join(out)
@@ -317,7 +336,7 @@ def curve_groups(runs: list[dict]) -> dict[tuple, dict[str, tuple[list[int], lis
         key = (", ".join(row), r["graph"]) if cols else ("", label(r) or "all")
         per_line.setdefault(key, []).append(series)
     order = {k: i for i, k in enumerate(", ".join(row) for row in rows)} if cols else {"": 0}
-    lines = sorted(per_line, key=lambda k: (order.get(k[0], 0), _sort_key(k[1], GRAPHS)))
+    lines = sorted(per_line, key=lambda k: (order.get(k[0], 0), _sort_key(k[1], known_names()["graph"])))
     return {
         k: {name: _mean_by_epoch([s[name] for s in per_line[k]]) for name in ("train_loss", "val_acc")} for k in lines
     }

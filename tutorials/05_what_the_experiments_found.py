@@ -39,7 +39,7 @@ from pathlib import Path
 import yaml
 from hydra import compose, initialize_config_dir
 
-from tools.essay import EXPERIMENTS as ESSAY
+from studies.essay import EXPERIMENTS as ESSAY
 
 EXPERIMENTS = sorted((ROOT / "conf" / "experiment").glob("*.yaml"))
 print(f"{len(EXPERIMENTS)} experiment configs in conf/experiment/")
@@ -67,7 +67,7 @@ def header(path: Path) -> list[str]:
     return lines
 
 
-for name in ESSAY:  # the essay experiments, as tools/essay.py lists them
+for name in ESSAY:  # the essay experiments, as studies/essay lists them
     path = ROOT / "conf" / "experiment" / f"{name}.yaml"
     cfg = yaml.safe_load(path.read_text()) or {}
     print(f"=== experiment={name}")
@@ -87,7 +87,7 @@ for name in ESSAY:  # the essay experiments, as tools/essay.py lists them
 # $$\text{noise} = 2\,\sigma\,\sqrt{1/n_A + 1/n_B},$$
 #
 # with $\sigma$ the larger of the two cells' pooled seed standard deviation and the suite's. The cell
-# below recomputes every verdict from the stored accuracies, independently of `tools/essay.py`, and
+# below recomputes every verdict from the stored accuracies, independently of `studies/essay`, and
 # checks that it agrees.
 
 
@@ -228,7 +228,7 @@ for suite, experiment, compared, verdict, points in CLAIMS:
         assert abs(100 * diff - points) < 0.5, (experiment, compared, 100 * diff, points)
     print(f"checked: [{suite}] {experiment}: {compared} -> {found} ({100 * diff:+.1f} points, noise {100 * noise:.1f})")
 held_out = 0
-for seed in (0, 1, 2):  # the attention claim, from tools/attention_syntax.py's committed output
+for seed in (0, 1, 2):  # the attention claim, from studies/attention_syntax's committed output
     syntax = json.loads(
         (ROOT / "docs" / "results" / "neural_syntax" / ("" if seed == 0 else f"seed{seed}") / "syntax.json").read_text()
     )

@@ -46,7 +46,7 @@ import torch
 
 from data.wordpiece import piece_graph
 from models.minilm import build_minilm, load_wordpiece, model_dir
-from tools import pretrained_syntax as ps
+from studies import pretrained_syntax as ps
 
 torch.set_grad_enabled(False)
 start = time.perf_counter()
@@ -183,7 +183,7 @@ print(f"wrote {side_png.relative_to(ROOT)}")
 # %% [markdown]
 # ## 4. Which heads track syntax
 #
-# `python -m tools.pretrained_syntax --model minilm` (in `make pretrained_syntax`) runs MiniLM on
+# `python -m studies.pretrained_syntax --model minilm` (in `make pretrained_syntax`) runs MiniLM on
 # every sentence of SST's dev and test splits, parses them with spaCy, and asks of every head (6 × 12)
 # and relation: how often is the most-attended other word the word's dependency head? The head is
 # chosen on **dev** and scored on **test**, against the best fixed offset ("the head is the next

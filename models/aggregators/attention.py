@@ -11,8 +11,8 @@ change the computation without being part of the equation is a hook here, called
 of those lines and a no-op when off:
 
   record(a)              keeps a_ij in ``last_attention`` once ``record_attention`` is set
-                         (tools/attention_syntax.py, tutorials/02): (E, H) sparse, (B, H, n, n) dense
-  masked_heads(h)        zeroes the heads whose ``head_mask`` entry is 0 (tools/prune_heads.py)
+                         (studies/attention_syntax, tutorials/02): (E, H) sparse, (B, H, n, n) dense
+  masked_heads(h)        zeroes the heads whose ``head_mask`` entry is 0 (studies/prune_heads)
   add_bias(s, bias)      adds a given score b_ij to every edge's logit (models/minilm.py's structure bias)
   typed_values(g, h)     with edge types, + Σ_j a_ij r^V_type(ij): what an edge of type t adds to its
                          value, per head (Shaw et al., 2018); ``typed_values_dense`` is its dense twin
@@ -53,7 +53,7 @@ class MultiHeadAttention(nn.Module):
         self.attn_dropout = nn.Dropout(attn_dropout)
         self.record_attention = False  # set True to keep the weights a_ij in last_attention
         self.last_attention = None
-        self.head_mask = None  # (H,) 0/1 per head: 0 silences a head (tools/prune_heads.py); None keeps all
+        self.head_mask = None  # (H,) 0/1 per head: 0 silences a head (studies/prune_heads); None keeps all
 
     def heads(self, x: torch.Tensor) -> torch.Tensor:
         """(N, d) -> (N, H, d_h): node features split into heads, for message passing."""

@@ -2,8 +2,8 @@
 
 from data import listops
 from data.pipeline import load_splits
+from studies import long_range
 from tests.conftest import compose_config
-from tools import long_range
 
 
 def _tuples(rows):

@@ -551,8 +551,8 @@ def test_sst_num_train_is_a_sample_of_the_training_split(trained):
 
 
 def test_attention_syntax_against_gold_and_dependency_trees(treebank, tmp_path, capsys):
-    """tools/attention_syntax.py on a complete-graph Transformer trained on SST: both trees, one report each."""
-    from tools import attention_syntax
+    """studies/attention_syntax on a complete-graph Transformer trained on SST: both trees, one report each."""
+    from studies import attention_syntax
 
     extra = ["graph=complete", "model=transformer", "model.num_heads=2", "trainer.phrase_loss=false"]
     run(compose_config(small_run(treebank["dir"], treebank["cache"], *extra)), tmp_path / "run")

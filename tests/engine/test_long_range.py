@@ -164,7 +164,7 @@ def test_lazy_graphs_equal_built_ones():
 
 
 def test_token_batches_keep_to_their_budgets():
-    from tools.long_range import token_batches
+    from studies.long_range import token_batches
 
     lengths = [random.Random(i).randrange(1, 2000) for i in range(300)]
     batches = token_batches(lengths, tokens=4096, pairs=2**22)
@@ -194,7 +194,7 @@ def test_a_tiny_long_run_trains_evaluates_and_is_scored_by_length(tmp_path):
         "logger=none",
         f"hydra.run.dir={run}",
     )
-    from tools import long_range
+    from studies import long_range
 
     out = tmp_path / "lengths.md"
     args = [str(run), "--num", "4", "--exclude-pool", "50", "--data-dir", str(tmp_path / "sets")]

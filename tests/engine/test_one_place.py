@@ -3,11 +3,15 @@
 * every config file composes;
 * every name of conf/graph, conf/model and conf/dataset is a string literal in at most one core module
   (its registry), so nothing else branches on it;
-* lists of names outside the core (tools/results_table.py, conf/config.yaml's comment) match the registries;
+* lists of names outside the core (tools/results_table.py, conf/config.yaml's comment) match the registries,
+  and tools/, studies/ and bench/ write no list of them: a module-level list or a ``choices=``/``default=``
+  of two or more names of one group is read from the registries, so a new graph, model or dataset is
+  accepted there without an edit (a study's own design, the cells it compares, is named in DESIGNS);
 * a toy graph added by exactly the two-file path (its code, registered; its YAML) trains with debug=tiny.
 """
 
 import ast
+import dataclasses
 import functools
 import json
 import re
@@ -85,17 +89,114 @@ def test_each_name_is_a_literal_in_its_registry_only():
 
 
 def test_name_lists_outside_the_core_name_only_registered_things():
-    """tools/results_table.py's lists only order table rows and columns (an unlisted name sorts after them),
-    and conf/config.yaml's comments give examples: neither may hold a name the registries do not know."""
+    """tools/results_table.py orders table rows and columns as the registries do (an unlisted name sorts
+    after them), and conf/config.yaml's comments give examples: neither may hold a name the registries do not know."""
     from tools import results_table
 
-    assert set(results_table.GRAPHS) <= set(GRAPH_KINDS)
-    assert set(results_table.MODELS) <= set(model_names())
+    assert results_table.known_names() == {"model": tuple(model_names()), "graph": tuple(GRAPH_KINDS)}
     text = (CONF / "config.yaml").read_text()
     for group, known in (("graph", set(GRAPH_KINDS)), ("model", set(model_names()))):
         comment = re.search(rf"- {group}: \w+ +# any file of conf/{group}/ \((.*)\)", text).group(1)
         named = set(re.findall(r"[a-z_]+", comment.split(";")[0]))
         assert named and named <= known, comment
+
+
+OUTSIDE = ("tools", "studies", "bench")
+# module-level lists that are a study's design (which cells it ran or compares), not what the code accepts
+DESIGNS = {
+    "studies/soft_syntax/__init__.py: DATASETS": "the datasets the study ran, in its table's order",
+    "studies/soft_syntax/__init__.py: FIGURE_PREFERENCE": "which finished run the bias figure shows",
+    "studies/pretrained_graphs/__init__.py: TRANSFER": "the transfer the study scores (GLUE SST-2 -> binary SST)",
+    "studies/pretrained_syntax/__init__.py: WORD_LEVEL_FAMILIES": "the trained models it reads attention of",
+}
+
+
+def name_lists(source: str, groups: dict[str, frozenset[str]]) -> list[tuple[int, str, list[str]]]:
+    """``(line, where, names)`` of every list, tuple or set literal of two or more names of one group that is
+    the value of a module-level assignment (``where``: its target) or a ``choices=`` or ``default=`` argument."""
+    tree, found = ast.parse(source), []
+
+    def check(node, where):
+        if isinstance(node, ast.List | ast.Tuple | ast.Set):
+            strings = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            for names in groups.values():
+                hits = [s for s in strings if s in names]
+                if len(hits) >= 2:
+                    found.append((node.lineno, where, hits))
+                    return
+
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign | ast.AnnAssign):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            check(stmt.value, ", ".join(ast.unparse(t) for t in targets))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            for kw in node.keywords:
+                if kw.arg in ("choices", "default"):
+                    check(kw.value, f"{kw.arg}=")
+    return found
+
+
+def _groups() -> dict[str, frozenset[str]]:
+    return {"graph": frozenset(GRAPH_KINDS), "model": frozenset(model_names()), "dataset": frozenset(dataset_names())}
+
+
+def test_no_list_of_names_outside_the_registries():
+    found = []
+    for folder in OUTSIDE:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            rel = str(path.relative_to(ROOT))
+            for line, where, names in name_lists(path.read_text(), _groups()):
+                if f"{rel}: {where}" not in DESIGNS:
+                    found.append(f"{rel}:{line}: {where} {names}")
+    assert not found, (
+        "lists of registered names outside the registries (read them from data.graphs.GRAPH_KINDS, "
+        f"models.model_names() or data.datasets.dataset_names()): {found}"
+    )
+    designs = {
+        f"{p.relative_to(ROOT)}: {w}"
+        for f in OUTSIDE
+        for p in (ROOT / f).rglob("*.py")
+        for _, w, _ in name_lists(p.read_text(), _groups())
+    }
+    assert set(DESIGNS) <= designs, f"DESIGNS names lists that are gone: {sorted(set(DESIGNS) - designs)}"
+
+
+def test_the_name_list_scan_finds_a_planted_list():
+    planted = (
+        'GRAPHS = ("complete", "window")\n'
+        "MODELS: list = ['gcn', 'gat', 'x']\n"
+        'PAIR = ("transformer", "complete")  # one model and one graph: a cell, not a list\n'
+        "def f(p):\n"
+        '    p.add_argument("--d", choices={"sst", "trec"}, default=("sst",))\n'
+        '    for g in ("complete", "tree"):  # inside a function: a study\'s loop over its cells\n'
+        "        pass\n"
+    )
+    assert name_lists(planted, _groups()) == [
+        (1, "GRAPHS", ["complete", "window"]),
+        (2, "MODELS", ["gcn", "gat"]),
+        (5, "choices=", ["sst", "trec"]),
+    ]
+
+
+def test_a_new_graph_is_accepted_outside_the_registries(star_graph):
+    """Registered with a word-level rule, a graph is offered by tools.embed, studies.graph_probe and both
+    benchmarks, and the hardware lottery's --graphs and --attn-graphs take any registered graph."""
+    from bench import hardware_lottery, pretrained
+    from studies import graph_probe
+    from tools import embed
+
+    args = hardware_lottery.build_parser().parse_args(["--graphs", "star", "--attn-graphs", "star", "--model", "gin"])
+    assert args.graphs == args.attn_graphs == ["star"] and args.model == "gin"
+    assert "star" in hardware_lottery.default_graphs() and "star" in hardware_lottery.default_attention_graphs()
+    assert "star" not in embed.graph_names()  # no word_graph: it cannot be lifted to word pieces
+    star = GRAPH_KINDS["star"]
+    GRAPH_KINDS["star"] = dataclasses.replace(star, word_graph=GRAPH_KINDS["complete"].word_graph)
+    try:
+        for names in (embed.graph_names(), graph_probe.graph_names(), pretrained.graph_names()):
+            assert names[-1] == "star" and names[0] == "complete", names
+    finally:
+        GRAPH_KINDS["star"] = star
 
 
 def _star(construction: GraphConstruction, n: int, heads, tree) -> Built:

@@ -210,9 +210,9 @@ def test_unknown_or_unliftable_graph_is_one_line(toy_sst, tmp_path):
 
 
 def test_pretrained_graphs_table_shows_finished_running_and_missing_cells(tmp_path):
-    """tools/pretrained_graphs.py: a finished run's test accuracy and noise, a running one's last epoch, and
+    """studies/pretrained_graphs: a finished run's test accuracy and noise, a running one's last epoch, and
     'not run yet' for every other planned cell of the experiment's grids."""
-    from tools import pretrained_graphs as pg
+    from studies import pretrained_graphs as pg
 
     runs = tmp_path / "runs"
     for name, finished in (
@@ -275,7 +275,7 @@ def fake_run(tmp_dir, name, overrides, test_acc=None, val_acc=0.8, n_test=1821):
 def test_pretrained_graphs_compares_with_complete_and_chooses_the_phrase_run_on_validation(tmp_path, monkeypatch):
     """The graph-vs-complete verdict uses the larger of the binomial and the seed thresholds; an sst2 run is
     scored on binary SST's val and test (once) and wins the binary SST target only by its validation score."""
-    from tools import pretrained_graphs as pg
+    from studies import pretrained_graphs as pg
 
     runs = tmp_path / "runs"
     for graph, tests in (("complete", (0.87, 0.88, 0.86)), ("dep", (0.83, 0.84, 0.85))):
@@ -326,7 +326,7 @@ def test_pretrained_graphs_compares_with_complete_and_chooses_the_phrase_run_on_
 )
 def test_pretrained_graphs_learning_rate_is_judged_on_validation(other_val, verdict):
     """The lr grid's verdict follows validation, not test (the other lr always has the better test score)."""
-    from tools import pretrained_graphs as pg
+    from studies import pretrained_graphs as pg
 
     def run(lr, val, test):
         settings = {"dataset": "sst_binary", "graph": "complete", "seed": "0", **({"optim.lr": lr} if lr else {})}

@@ -1,4 +1,4 @@
-"""tools/attention_syntax.py and tools/prune_heads.py on attention that is (or is not) the tree."""
+"""studies/attention_syntax and studies/prune_heads on attention that is (or is not) the tree."""
 
 import json
 
@@ -6,13 +6,13 @@ import pytest
 import torch
 
 from data.graphs import GraphConstruction
+from studies import attention_syntax, prune_heads
 from tests.conftest import compose_config
-from tools import attention_syntax, prune_heads
 from train import run
 
 
 # --------------------------------------------------------------------------------------------
-# tools/attention_syntax.py and tools/prune_heads.py
+# studies/attention_syntax and studies/prune_heads
 # --------------------------------------------------------------------------------------------
 def test_head_scores_on_attention_that_is_the_tree():
     """Head 0 attends only to each token's parent, head 1 only to itself (a self loop says nothing)."""

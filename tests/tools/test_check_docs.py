@@ -5,7 +5,8 @@ import shutil
 
 import pytest
 
-from tools import check_docs, experiment, listops_best, replay
+from studies import listops_best
+from tools import check_docs, experiment, replay
 
 
 def test_the_repository_agrees_with_its_evidence():
@@ -85,7 +86,7 @@ def test_a_generated_table_edited_by_hand_fails(copy):
     _edit(copy / "docs" / "results" / "essay.md", "| **all**", "| **every**")
     problems = check_docs.check()
     assert len(problems) == 1 and problems[0].startswith("docs/results/essay.md:")
-    assert "tools.essay.table_from_json(docs/results/essay.json) writes" in problems[0]
+    assert "studies.essay.table_from_json(docs/results/essay.json) writes" in problems[0]
     _edit(copy / "docs" / "results" / "essay.md", "| **every**", "| **all**")
     _edit(copy / "docs" / "results" / "listops_best.md", "**99.61 ± 0.21**", "**99.81 ± 0.21**")
     problems = check_docs.check()  # the table disagrees with its JSON, the headline and README's prose with it
@@ -141,7 +142,7 @@ def test_listops_best_experiment_keeps_the_committed_table(monkeypatch):
     assert table[2] == "docs/results/runs/listops_best.jsonl"  # drawn from the committed records
     assert not any("docs/" in arg for arg in table[3:])
     assert sum(c[:2] == ["-m", "evaluate"] for c in calls) == 6
-    assert calls[-1] == ["-m", "tools.listops_best", "--runs", "multirun/listops_best"]
+    assert calls[-1] == ["-m", "studies.listops_best", "--runs", "multirun/listops_best"]
 
 
 def test_an_experiment_whose_table_feeds_the_headline_rewrites_it(copy, monkeypatch):

@@ -1,4 +1,4 @@
-"""tools/essay.py: the essay's comparisons scored against their noise, and the committed answers."""
+"""studies/essay: the essay's comparisons scored against their noise, and the committed answers."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tools import essay
+from studies import essay
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -77,7 +77,7 @@ def test_unknown_experiment_is_refused():
 @pytest.mark.parametrize("suite", ["", "small/"])
 def test_committed_answers_follow_from_their_own_accuracies(suite):
     """Every verdict in docs/results/[small/]essay.json recomputes from the per-seed accuracies it
-    stores, with the formula in tools/essay.py's docstring."""
+    stores, with the formula in studies/essay's docstring."""
     path = ROOT / "docs" / "results" / suite / "essay.json"
     if not path.is_file():
         pytest.skip(f"{path} not committed")

@@ -57,11 +57,11 @@ def test_experiment_runner_runs_every_grid_then_the_table(tmp_path, monkeypatch)
     assert calls[0][3:] == ["model.num_heads=1,2,4,8", "seed=0,1,2", "trainer.resume=auto", "scale=small"]
     assert calls[1][:3] == ["-m", "tools.results_table", "docs/results/runs/small/heads.jsonl"]
     assert "--out=docs/results/small/heads.md" in calls[1]
-    assert calls[2][:3] == ["-m", "tools.prune_heads", "multirun/small/heads/model.num_heads=8,seed=0"]
+    assert calls[2][:3] == ["-m", "studies.prune_heads", "multirun/small/heads/model.num_heads=8,seed=0"]
     calls.clear()  # an experiment_then analysis runs after the table
     assert experiment.main(["long_range", "--table-only"]) == 0
     assert calls[0][:3] == ["-m", "tools.results_table", "docs/results/runs/long_range.jsonl"]
-    assert calls[1][:3] == ["-m", "tools.long_range", "multirun/long_range"] and len(calls) == 2
+    assert calls[1][:3] == ["-m", "studies.long_range", "multirun/long_range"] and len(calls) == 2
     with pytest.raises(SystemExit, match="no experiment 'nope'; valid: .*sst"):
         experiment.grids_of("nope")
 

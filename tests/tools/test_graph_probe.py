@@ -1,4 +1,4 @@
-"""tools/graph_probe.py and the gold-tree lifting of data/wordpiece.py: the probe, the cosine table,
+"""studies/graph_probe and the gold-tree lifting of data/wordpiece.py: the probe, the cosine table,
 the tree on pieces, SST's own tokens for dep, and one-line errors."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from data.wordpiece import Pieces, piece_graph
-from tools import graph_probe as gp
+from studies import graph_probe as gp
 
 CLS, SEP, MASK = 101, 102, 103
 
@@ -168,7 +168,7 @@ def test_unknown_graph_is_one_line_and_writes_nothing(tmp_path, capsys):
     code = gp.main(["--graphs", "complete,tre", "--out", str(out), "--figure", str(tmp_path / "f.png")])
     err = capsys.readouterr().err
     assert code == 2
-    assert err.strip() == "error: unknown graph 'tre'; valid: complete, dep, tree, window, bpt, none (comma-separated)"
+    assert err.strip() == "error: unknown graph 'tre'; valid: complete, tree, dep, window, bpt, none (comma-separated)"
     assert not list(tmp_path.iterdir())
     assert gp.main(["--datasets", "sst5", "--out", str(out)]) == 2
     assert "unknown dataset 'sst5'" in capsys.readouterr().err

@@ -2,7 +2,8 @@
 
 import pytest
 
-from tools import attention_syntax, experiment
+from studies import attention_syntax
+from tools import experiment
 
 
 def _scores(parent, mass, split, acc=0.5):
@@ -35,7 +36,7 @@ def test_neural_syntax_analyses_every_seed_choosing_on_validation(monkeypatch):
     calls = []
     monkeypatch.setattr(experiment.subprocess, "call", lambda cmd, cwd=None: calls.append(cmd[1:]) or 0)
     assert experiment.main(["neural_syntax", "scale=small", "--table-only"]) == 0
-    thens = [c for c in calls if c[:2] == ["-m", "tools.attention_syntax"]]
+    thens = [c for c in calls if c[:2] == ["-m", "studies.attention_syntax"]]
     assert [c[2].rsplit("seed=", 1)[1] for c in thens] == ["0", "1", "2"]
     for call in thens:
         assert call[call.index("--choose-on") + 1] == "val" and call[call.index("--split") + 1] == "test"

@@ -1,4 +1,4 @@
-"""tools/pretrained_syntax.py on made-up data: every number here is worked out by hand in the comments."""
+"""studies/pretrained_syntax on made-up data: every number here is worked out by hand in the comments."""
 
 import itertools
 import json
@@ -7,9 +7,9 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from studies import pretrained_syntax as ps
+from studies.attention_syntax import sister_offset_baseline, sister_pairs
 from tests.conftest import ROOT
-from tools import pretrained_syntax as ps
-from tools.attention_syntax import sister_offset_baseline, sister_pairs
 
 # pieces: 0 [CLS] | 1 a1, 2 a2 (word 0) | 3 b1, 4 b2 (word 1) | 5 [SEP]
 WOP = [-1, 0, 0, 1, 1, -1]
@@ -216,7 +216,7 @@ def test_sister_tallies_by_hand():
     assert t["uniform"] == pytest.approx(2 / 3 + 1 / 3 + 1 / 3)
     # offset -1: 0-1 out, 1-1=0 out, 2-1=1 in -> 1; offset +1: 1 in, 2 in, 3 out -> 2
     np.testing.assert_array_equal(t["offsets"], [1, 2])
-    # the same definition as tools/attention_syntax.py: its best offset on this split is ours
+    # the same definition as studies/attention_syntax: its best offset on this split is ours
     assert sister_offset_baseline([sister_pairs(sent["parent"], 3)])["sister"] == {"offset": 1, "acc": 2 / 3}
 
 
@@ -425,7 +425,7 @@ def test_word_model_attention_is_the_edge_weights():
     import dgl
     import torch
 
-    from tools.attention_syntax import record_attention
+    from studies.attention_syntax import record_attention
 
     run = _word_run()
     fn = ps.WordModelAttention(run)

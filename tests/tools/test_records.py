@@ -123,10 +123,10 @@ def edit(path, old, new):
     "page, old, new, says",
     [
         # three generated tables: replayed from JSON (two) and sealed (one: its runs are lost)
-        ("docs/results/pretrained_graphs.md", "87.59 ± 0.48", "87.69 ± 0.48", "tools.pretrained_graphs.markdown"),
-        ("docs/results/pretrained_syntax.md", "| 3-2 | 35.3 |", "| 3-2 | 35.4 |", "tools.pretrained_syntax.markdown"),
+        ("docs/results/pretrained_graphs.md", "87.59 ± 0.48", "87.69 ± 0.48", "studies.pretrained_graphs.markdown"),
+        ("docs/results/pretrained_syntax.md", "| 3-2 | 35.3 |", "| 3-2 | 35.4 |", "studies.pretrained_syntax.markdown"),
         ("docs/results/sst_glove.md", "| all | 0.845 ± 0.006 (n=3) |", "| all | 0.855 ± 0.006 (n=3) |", "sealed copy"),
-        ("docs/results/listops_best.md", "| 0 | 99.56 |", "| 0 | 99.66 |", "tools.listops_best.table_from_json"),
+        ("docs/results/listops_best.md", "| 0 | 99.56 |", "| 0 | 99.66 |", "studies.listops_best.table_from_json"),
         # a restated table in the essay, and prose tied to a cell by a reference
         ("docs/essay.md", "| binary SST | **87.6 ± 0.5**", "| binary SST | **88.6 ± 0.5**", "restated cell"),
         ("docs/essay.md", "| 4 | 0.420 ± 0.016 |", "| 4 | 0.430 ± 0.016 |", "restated cell"),

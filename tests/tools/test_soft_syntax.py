@@ -1,4 +1,4 @@
-"""tools/soft_syntax.py: the table of ``make experiment E=soft_syntax`` from run directories and the reused
+"""studies/soft_syntax: the table of ``make experiment E=soft_syntax`` from run directories and the reused
 pretrained_graphs runs, and the learned-bias figure from a checkpoint."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import torch
 
 from engine.checkpoint import save_checkpoint
-from tools import soft_syntax as ss
+from studies import soft_syntax as ss
 
 BIAS = ["dataset=trec", "graph=complete", "model.structure_bias=dep"]
 GRIDS = """experiment_grids:
@@ -129,7 +129,7 @@ def test_side_by_side_cost_is_read_from_its_file(tmp_path):
         "threads": 1,
         "seconds": {"complete": 2.0, "dep bias": 2.2},
         "vs_complete": {"complete": 1.0, "dep bias": 1.1},
-        "command": "python -m tools.soft_syntax --time sst_binary",
+        "command": "python -m studies.soft_syntax --time sst_binary",
     }
     (out / "soft_syntax_time.json").write_text(json.dumps(timing))
     args = ["--runs", str(tmp_path / "none"), "--reference", str(tmp_path / "none.json"), "--out", str(out)]

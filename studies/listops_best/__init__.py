@@ -1,7 +1,7 @@
 """The table of ``experiment=listops_best``: 3 seeds, their per-operator accuracies and the evaluate.py columns.
 
-    python -m tools.listops_best                               # docs/results/listops_best.md from listops_best.json
-    python -m tools.listops_best --runs multirun/listops_best  # read the runs first, then write both
+    python -m studies.listops_best                               # docs/results/listops_best.md from listops_best.json
+    python -m studies.listops_best --runs multirun/listops_best  # read the runs first, then write both
 
 ``make experiment E=listops_best`` trains the three seeds into ``multirun/listops_best/<n>_seed<s>`` and then
 runs this with ``--runs``. Each seed's ``results.json`` gives the test, per-operator, validation and time
@@ -21,7 +21,7 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "docs" / "results" / "listops_best"
 OPS = ("[MAX", "[MIN", "[MED", "[SM")
 EVALS = {"published": "eval_published", "unseen": "eval_unseen"}
@@ -131,7 +131,3 @@ def main(argv: list[str] | None = None) -> int:
     args.out.with_suffix(".md").write_text(text + "\n")
     print(text)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
 """The pretrained MiniLM, frozen, run on every graph: how far does the graph move its sentence embeddings,
 and what does a linear probe read from them?
 
-    python -m tools.graph_probe --datasets sst_binary --graphs complete,dep,tree,window,bpt,none
+    python -m studies.graph_probe --datasets sst_binary --graphs complete,dep,tree,window,bpt,none
 
 The same all-MiniLM-L6-v2 weights, with no training, embed every sentence of each split on each graph
 over the WordPiece tokens (``data/wordpiece.py`` lifts the word-level graph; the embedding is the
@@ -44,10 +44,18 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-log = logging.getLogger("tools.graph_probe")
-ROOT = Path(__file__).resolve().parent.parent
-GRAPHS = ("complete", "dep", "tree", "window", "bpt", "none")
-DATASETS = ("sst_binary", "trec")
+from data.datasets import dataset_names
+from data.graphs import GRAPH_KINDS
+
+log = logging.getLogger("studies.graph_probe")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def graph_names() -> tuple[str, ...]:
+    """Every registered graph that lifts from words to word pieces (data/wordpiece.py), in the registry's order."""
+    return tuple(name for name, kind in GRAPH_KINDS.items() if kind.word_graph is not None)
+
+
 L2_GRID = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
 CACHE = ROOT / ".cache" / "tagnn" / "graph_probe"
 PERCENTILES = (1, 5, 25, 50, 75, 95)
@@ -157,12 +165,16 @@ def add_heads(dataset: str, splits: dict[str, Split]) -> None:
         split.heads = _cached_json(f"heads_{dataset}_{name}_{_digest(split.words)}.json", parse)
 
 
+# the registered datasets the probe reads words (and SST's gold trees) of: name -> (folder, loader)
+LOADERS = {"sst_binary": ("sst", load_sst_binary), "trec": ("trec", load_trec)}
+DATASETS = tuple(name for name in dataset_names() if name in LOADERS)
+
+
 def load_dataset(name: str, data_root: Path, limit: int | None = None) -> dict[str, Split]:
-    if name == "sst_binary":
-        return load_sst_binary(data_root / "sst", limit)
-    if name == "trec":
-        return load_trec(data_root / "trec", limit)
-    raise ProbeError(f"unknown dataset {name!r}; valid: {', '.join(DATASETS)}")
+    if name not in DATASETS:
+        raise ProbeError(f"unknown dataset {name!r}; valid: {', '.join(DATASETS)}")
+    folder, load = LOADERS[name]
+    return load(data_root / folder, limit)
 
 
 # --------------------------------------------------------------------------------------------
@@ -171,8 +183,8 @@ def load_dataset(name: str, data_root: Path, limit: int | None = None) -> dict[s
 def build_graphs(split: Split, graph: str, wordpiece, window: int = 2, bpt_k: int = 4) -> list:
     from data.wordpiece import piece_graph
 
-    if graph not in GRAPHS:
-        raise ProbeError(f"unknown graph {graph!r}; valid: {', '.join(GRAPHS)}")
+    if graph not in graph_names():
+        raise ProbeError(f"unknown graph {graph!r}; valid: {', '.join(graph_names())}")
     graphs = []
     for k, words in enumerate(split.words):
         heads = split.heads[k] if split.heads is not None and graph in ("dep", "tree") else None
@@ -414,6 +426,44 @@ def differences_line(res: dict) -> str:
     )
 
 
+def _dataset_section(name: str, res: dict) -> list[str]:
+    """One dataset's table under the command that produced it and its wall time."""
+    sizes = res["sizes"]
+    lines = [
+        f"## {name} (train/dev/test {sizes['train']}/{sizes['dev']}/{sizes['test']})",
+        "",
+        f"`{res['command']}`",
+        "",
+        (
+            f"Embeddings computed by `{res['first_command']}` in {res['first_wall_s'] / 60:.1f} min; this run "
+            f"read them all from the cache and took {res['wall_s'] / 60:.1f} min."
+        )
+        if "first_wall_s" in res
+        else f"Wall time {res['wall_s'] / 60:.1f} min"
+        + (
+            f" (embeddings of {', '.join(g for g, r in res['graphs'].items() if r.get('cached'))} read "
+            "from the cache; `embed s` is their first computation)."
+            if any(r.get("cached") for r in res["graphs"].values())
+            else "."
+        ),
+        "",
+        "| graph | cos mean | p1 | p5 | p25 | p50 | min | probe L2 | dev acc | test acc | ± noise "
+        "| test − complete | ± paired noise | embed s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    if name in NOTES:
+        lines[-2:-2] = [NOTES[name], ""]
+    for graph, r in res["graphs"].items():
+        c, p = r["cosine_to_complete"], r["probe"]
+        lines.append(
+            f"| {graph} | {c['mean']:.4f} | {c['p1']:.4f} | {c['p5']:.4f} | {c['p25']:.4f} | "
+            f"{c['p50']:.4f} | {c['min']:.4f} | {p['l2']:g} | {100 * p['dev_acc']:.2f} | "
+            f"{100 * p['test_acc']:.2f} | {100 * p['test_noise']:.2f} | {100 * p['vs_complete']:+.2f} | "
+            f"{100 * p['vs_complete_noise']:.2f} | {r['embed_s']:.0f} |"
+        )
+    return lines + ["", differences_line(res), ""]
+
+
 def write_markdown(results: dict, path: Path) -> None:
     """The table per dataset, each under the command that produced it and its wall time."""
     lines = [
@@ -433,40 +483,7 @@ def write_markdown(results: dict, path: Path) -> None:
         "",
     ]
     for name, res in results.items():
-        sizes = res["sizes"]
-        lines += [
-            f"## {name} (train/dev/test {sizes['train']}/{sizes['dev']}/{sizes['test']})",
-            "",
-            f"`{res['command']}`",
-            "",
-            (
-                f"Embeddings computed by `{res['first_command']}` in {res['first_wall_s'] / 60:.1f} min; this run "
-                f"read them all from the cache and took {res['wall_s'] / 60:.1f} min."
-            )
-            if "first_wall_s" in res
-            else f"Wall time {res['wall_s'] / 60:.1f} min"
-            + (
-                f" (embeddings of {', '.join(g for g, r in res['graphs'].items() if r.get('cached'))} read "
-                "from the cache; `embed s` is their first computation)."
-                if any(r.get("cached") for r in res["graphs"].values())
-                else "."
-            ),
-            "",
-            "| graph | cos mean | p1 | p5 | p25 | p50 | min | probe L2 | dev acc | test acc | ± noise "
-            "| test − complete | ± paired noise | embed s |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-        ]
-        if name in NOTES:
-            lines[-2:-2] = [NOTES[name], ""]
-        for graph, r in res["graphs"].items():
-            c, p = r["cosine_to_complete"], r["probe"]
-            lines.append(
-                f"| {graph} | {c['mean']:.4f} | {c['p1']:.4f} | {c['p5']:.4f} | {c['p25']:.4f} | "
-                f"{c['p50']:.4f} | {c['min']:.4f} | {p['l2']:g} | {100 * p['dev_acc']:.2f} | "
-                f"{100 * p['test_acc']:.2f} | {100 * p['test_noise']:.2f} | {100 * p['vs_complete']:+.2f} | "
-                f"{100 * p['vs_complete_noise']:.2f} | {r['embed_s']:.0f} |"
-            )
-        lines += ["", differences_line(res), ""]
+        lines += _dataset_section(name, res)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines))
 
@@ -531,7 +548,8 @@ def merge_results(path: Path, results: dict) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", default="sst_binary", help=f"comma-separated: {', '.join(DATASETS)}")
-    parser.add_argument("--graphs", default=",".join(GRAPHS), help=f"comma-separated: {', '.join(GRAPHS)}")
+    graphs = graph_names()
+    parser.add_argument("--graphs", default=",".join(graphs), help=f"comma-separated: {', '.join(graphs)}")
     parser.add_argument("--data-root", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--impl", default="dense", choices=("dense", "sparse"), help="the model's implementation")
     parser.add_argument("--limit", type=int, default=None, help="a seeded subset of this many sentences per split")
@@ -540,11 +558,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s: %(message)s", datefmt="%H:%M:%S")
-    command = "python -m tools.graph_probe " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m studies.graph_probe " + " ".join(argv if argv is not None else sys.argv[1:])
     start = time.time()
     try:
         datasets = parse_list(args.datasets, DATASETS, "dataset")
-        graphs = parse_list(args.graphs, GRAPHS, "graph")
+        graphs = parse_list(args.graphs, graphs, "graph")
         if "complete" not in graphs:
             raise ProbeError("--graphs must include complete: the cosine is measured against it")
         from models.minilm import build_minilm, load_wordpiece
@@ -580,7 +598,3 @@ def main(argv: list[str] | None = None) -> int:
     write_figure(results, Path(args.figure))
     log.info("wrote %s.{json,md} and %s in %.1f min", out, args.figure, wall / 60)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,9 +1,9 @@
 """The essay's questions, run and answered: ``make essay`` (``make essay SMALL=1`` in under an hour).
 
-    python -m tools.essay                      # every essay experiment at scale=full, then the answers
-    python -m tools.essay scale=small          # the same grids on 3k expressions, 5 epochs
-    python -m tools.essay --table-only         # the answers again, from the runs already there
-    python -m tools.essay --only heads,aggregation
+    python -m studies.essay                      # every essay experiment at scale=full, then the answers
+    python -m studies.essay scale=small          # the same grids on 3k expressions, 5 epochs
+    python -m studies.essay --table-only         # the answers again, from the runs already there
+    python -m studies.essay --only heads,aggregation
 
 Each experiment runs through ``tools.experiment`` (its grids, its table, its analysis). Then every
 comparison the essay's write-up makes (``COMPARISONS``) is scored from the runs' test accuracies:
@@ -24,14 +24,13 @@ import argparse
 import json
 import math
 import statistics
-import sys
 import time
 from pathlib import Path
 
 from tools import experiment
 from tools.results_table import collect
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENTS = (
     "graph_choice",
     "graph_choice_depth",
@@ -247,7 +246,3 @@ def main(argv: list[str] | None = None) -> int:
     write_json(out / "essay.json", {**result, "wall_seconds": wall})
     print(text)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

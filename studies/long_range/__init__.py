@@ -1,8 +1,8 @@
 """Length generalisation: score ListOps models trained on short expressions on longer and longer ones.
 
-    python -m tools.long_range multirun/long_range --out docs/results/long_range.md \\
+    python -m studies.long_range multirun/long_range --out docs/results/long_range.md \\
         --plot docs/figures/long_range_by_length.png          # make experiment E=long_range runs this last
-    python -m tools.long_range RUN_DIR [RUN_DIR ...] --num 200    # any runs with checkpoints/best.pt
+    python -m studies.long_range RUN_DIR [RUN_DIR ...] --num 200    # any runs with checkpoints/best.pt
 
 Every run (a directory holding ``checkpoints/best.pt`` and ``results.json``; directories are searched
 recursively) is scored on four test sets:
@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         wall = time.perf_counter() - start
         seconds = sum(s.get("seconds", 0) for r in scores for s in r["sets"].values())
-        cmd = "python -m tools.long_range " + " ".join(sys.argv[1:] if argv is None else argv)
+        cmd = "python -m studies.long_range " + " ".join(sys.argv[1:] if argv is None else argv)
         header = (
             "# Length generalisation on ListOps\n\n"
             f"`{cmd}` ({len(scores)} runs; scoring took {seconds:.0f} s in all, this call {wall:.0f} s).\n\n"
@@ -300,7 +300,3 @@ def main(argv: list[str] | None = None) -> int:
         plot(scores, args.plot)
         print(f"wrote {args.plot}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

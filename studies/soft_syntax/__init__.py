@@ -2,12 +2,12 @@
 tree as a soft hint (an attention bias per tree distance, or a late-fusion block on the dependency graph),
 against the complete graph and the hard dependency graph of ``pretrained_graphs``.
 
-    python -m tools.soft_syntax                  # multirun/soft_syntax -> docs/results/soft_syntax.{md,json}
-    python -m tools.soft_syntax --runs DIR --out DIR --figures DIR
+    python -m studies.soft_syntax                  # multirun/soft_syntax -> docs/results/soft_syntax.{md,json}
+    python -m studies.soft_syntax --runs DIR --out DIR --figures DIR
 
 The planned cells are read from ``conf/experiment/soft_syntax.yaml``'s grids; a cell no run finished says
 "not run yet". The complete and hard-dep rows are not retrained: they are the committed per-run numbers of
-``docs/results/pretrained_graphs.json`` (same recipe, seeds 0-2). Noise as ``tools/pretrained_graphs.py``:
+``docs/results/pretrained_graphs.json`` (same recipe, seeds 0-2). Noise as ``studies/pretrained_graphs``:
 a difference is a finding only beyond the larger of 2 sqrt(se_a^2 + se_b^2) (binomial standard errors of the
 two cells' mean test accuracies) and, with several seeds, 2 sqrt(sd_a^2 / n_a + sd_b^2 / n_b).
 
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import yaml
 
-from tools.pretrained_graphs import (
+from studies.pretrained_graphs import (
     NAMES,
     against_complete,
     cell_text,
@@ -38,7 +38,7 @@ from tools.pretrained_graphs import (
     stats,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENT = "soft_syntax"
 REFERENCE = ROOT / "docs" / "results" / "pretrained_graphs.json"
 SCALE = "model.structure_bias_lr_scale"
@@ -108,10 +108,9 @@ def replay_table(data: dict, pretrained: dict, timing: dict | None = None) -> st
     return markdown({**data, "reference": ref}, f"make experiment E={EXPERIMENT}", timing=timing)
 
 
-def markdown(data: dict, command: str, timing: Path | dict | None = None) -> str:
-    cells, ref = main_cells(data), data["reference"]
-    kinds = list(dict.fromkeys(kind_of(c["settings"]) for c in cells))
-    lines = [
+def _introduction(command: str) -> list[str]:
+    """The title, the commands and what each soft structure is."""
+    return [
         "# Syntax as a hint, not a wall: soft structure in the pretrained MiniLM (issue 33)",
         "",
         "Produced by (the grids of `conf/experiment/soft_syntax.yaml`, in their order, one run at a time; runs go "
@@ -119,7 +118,7 @@ def markdown(data: dict, command: str, timing: Path | dict | None = None) -> str
         "",
         "```",
         command,
-        "python -m tools.soft_syntax",
+        "python -m studies.soft_syntax",
         "```",
         "",
         "all-MiniLM-L6-v2 (`model=minilm`) fine-tuned with `pretrained_graphs`' recipe (AdamW lr 3e-5, batch 32, "
@@ -141,6 +140,12 @@ def markdown(data: dict, command: str, timing: Path | dict | None = None) -> str
         "seeds). Test accuracy (%), mean ± std over the seeds that finished, with the best validation accuracy "
         "of those runs; 'not run yet': no run of the cell finished.",
         "",
+    ]
+
+
+def _main_table(cells: list[dict], ref: dict, kinds: list[str]) -> list[str]:
+    """Test accuracy per dataset: the reference complete and hard dep cells, then each soft structure."""
+    lines = [
         "| dataset | complete | hard dep | " + " | ".join(kinds) + " |",
         "|---|---|---|" + "---|" * len(kinds),
     ]
@@ -154,6 +159,13 @@ def markdown(data: dict, command: str, timing: Path | dict | None = None) -> str
             c = by.get((d, k))
             row.append(cell_text(c) + f" [{len(c.get('seeds_planned', []))} planned]" if c else "–")
         lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def markdown(data: dict, command: str, timing: Path | dict | None = None) -> str:
+    cells, ref = main_cells(data), data["reference"]
+    kinds = list(dict.fromkeys(kind_of(c["settings"]) for c in cells))
+    lines = _introduction(command) + _main_table(cells, ref, kinds)
     lines += comparison_section(cells, ref)
     lines += time_section(timing if timing is not None else ROOT / "docs" / "results" / f"{EXPERIMENT}_time.json")
     lines += scale_section(data)
@@ -339,7 +351,7 @@ def measure_time(dataset: str, data_dir: str, batch: int = 32, reps: int = 15) -
         "threads": torch.get_num_threads(),
         "seconds": median,
         "vs_complete": {name: median[name] / median["complete"] for name in median},
-        "command": f"OMP_NUM_THREADS=1 python -m tools.soft_syntax --time {dataset} --data-dir {data_dir}",
+        "command": f"OMP_NUM_THREADS=1 python -m studies.soft_syntax --time {dataset} --data-dir {data_dir}",
     }
 
 
@@ -348,7 +360,7 @@ def time_section(path: Path | dict) -> list[str]:
     if isinstance(path, dict):  # the committed timing itself (a replay)
         t, path = path, ROOT / "docs" / "results" / f"{EXPERIMENT}_time.json"
     elif not path.is_file():
-        return lines + ["Not measured yet (`python -m tools.soft_syntax --time sst_binary`)."]
+        return lines + ["Not measured yet (`python -m studies.soft_syntax --time sst_binary`)."]
     else:
         t = json.loads(path.read_text())
     lines += [
@@ -404,7 +416,3 @@ def main(argv=None) -> int:
     (args.out / f"{EXPERIMENT}.md").write_text(markdown(data, args.command, timing))
     print(f"saved {args.out / f'{EXPERIMENT}.md'}")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

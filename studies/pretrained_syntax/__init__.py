@@ -27,10 +27,10 @@ graph of its word pieces), ``--checkpoint RUN`` (:func:`checkpoint_attention_fn`
 word-level attention model, dispatched on the checkpoint's model name), ``--model random`` (a fake).
 
     make pretrained_syntax                                        # both models -> docs/results/pretrained_syntax.md
-    python -m tools.pretrained_syntax --model minilm --out docs/results --figures docs/figures
-    python -m tools.pretrained_syntax --checkpoint outputs/RUN --name pretrained_syntax_scratch --out /tmp/ps
-    python -m tools.pretrained_syntax --model random --max-sentences 50 --out /tmp/ps   # a fake model
-    python -m tools.pretrained_syntax --report docs/results/pretrained_syntax.json \
+    python -m studies.pretrained_syntax --model minilm --out docs/results --figures docs/figures
+    python -m studies.pretrained_syntax --checkpoint outputs/RUN --name pretrained_syntax_scratch --out /tmp/ps
+    python -m studies.pretrained_syntax --model random --max-sentences 50 --out /tmp/ps   # a fake model
+    python -m studies.pretrained_syntax --report docs/results/pretrained_syntax.json \
         --beside docs/results/pretrained_syntax_scratch.json --md docs/results/pretrained_syntax.md  # md only
 """
 
@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tools.attention_syntax import OFFSETS, sister_pairs
+from studies.attention_syntax import OFFSETS, sister_pairs
 
 ALL = "all relations"
 TREE_MODES = ("d2h", "h2d", "sym")  # dependent row -> head column | head row -> dependent column | their sum
@@ -464,7 +464,7 @@ def sink_shares(tally: np.ndarray) -> list[dict]:
 # 6. the sister constituent in SST's gold tree
 # ------------------------------------------------------------------------------------------------
 def sister_tallies(word_attns, sentences, offsets=OFFSETS) -> dict:
-    """Over a split, with tools/attention_syntax.py's sister constituent (:func:`sister_pairs` on the
+    """Over a split, with studies/attention_syntax's sister constituent (:func:`sister_pairs` on the
     ``parent`` column): per head ``[L, H]`` the summed attention mass from each word onto its sister
     constituent, the hits of "the most-attended other word lies in it", the uniform-attention mass
     (sister size / sentence words), per offset the hits of "word i + k lies in it", and the word count."""
@@ -815,7 +815,7 @@ class WordModelAttention:
     evaluated. Graphs that need a tree or add phrase nodes are refused: the analysis gives words only."""
 
     def __init__(self, run):
-        from tools.attention_syntax import record_attention
+        from studies.attention_syntax import record_attention
 
         self.run = run
         self.model = run.model.eval()
@@ -976,14 +976,14 @@ def _summary(main_r: dict, others: Sequence[dict]) -> list[str]:
     return out
 
 
-def markdown(results: Sequence[dict], fine_tuned: str = NOT_RUN) -> str:
-    """docs/results/pretrained_syntax.md from the json of each model (the first: the pretrained encoder). A
-    json with ``fine_tuned`` (``--checkpoint`` of a train.py ``model=minilm`` run) fills the fine-tuned column."""
-    main_r, others = results[0], list(results[1:])
-    tuned = next((r for r in others if r.get("fine_tuned")), None)
-    rel_rows = dict(sorted(main_r["relations"].items(), key=lambda kv: -kv[1]["n"]))  # json keys come sorted
+def _label(r: dict) -> str:
+    return r.get("label", r["model"])
+
+
+def _introduction(main_r: dict, others: list[dict]) -> list[str]:
+    """The title, the commands that made the page, their wall time and what is measured how."""
     cmds = "\n".join(r.get("command", "") for r in others) + "\n" + main_r.get("command", "")
-    lines = [
+    return [
         "# Which heads of a pretrained Transformer find the parse?",
         "",
         "Clark et al. (2019), *What Does BERT Look At?*, measured on SST. Produced by `make pretrained_syntax`:",
@@ -993,7 +993,7 @@ def markdown(results: Sequence[dict], fine_tuned: str = NOT_RUN) -> str:
         "```",
         "",
         "Wall time of each analysis (one thread, 2 shared cores): "
-        + ", ".join(f"{r.get('label', r['model'])} {r['seconds']:.0f} s" for r in [main_r, *others] if "seconds" in r)
+        + ", ".join(f"{_label(r)} {r['seconds']:.0f} s" for r in [main_r, *others] if "seconds" in r)
         + ". `make pretrained_syntax` first trains the from-scratch model if `SYNTAX_RUN` holds no checkpoint: "
         "`python train.py experiment=sst graph=complete model=transformer seed=0 logger=none "
         "hydra.run.dir=outputs/pretrained_syntax/sst_transformer_complete` (SST-5, 10 epochs, best epoch on dev).",
@@ -1010,6 +1010,12 @@ def markdown(results: Sequence[dict], fine_tuned: str = NOT_RUN) -> str:
         "Offset: the best fixed offset 'the head is word i + k'. A head **finds** a relation only where it "
         "beats the offset by more than the noise, 2 sqrt(p(1-p)/n) at the pooled accuracy p of the two.",
         "",
+    ]
+
+
+def _relations(main_r: dict, others: list[dict], rel_rows: dict) -> list[str]:
+    """The pretrained encoder's best head against the best offset per relation, and the page's reading."""
+    lines = [
         "## Relations: the best head against the best offset",
         "",
         "| relation | n (test) | Clark BERT-base: head / offset | best head | acc | best offset | offset acc "
@@ -1025,7 +1031,7 @@ def markdown(results: Sequence[dict], fine_tuned: str = NOT_RUN) -> str:
             f"| {td['head']} | {_pct(td['acc'])} |"
         )
     found = [rel for rel, row in rel_rows.items() if row["finds"]]
-    lines += [
+    return lines + [
         "",
         f"Found beyond noise: {', '.join(found) if found else 'none'}.",
         "",
@@ -1036,21 +1042,26 @@ def markdown(results: Sequence[dict], fine_tuned: str = NOT_RUN) -> str:
         "![one test sentence: the best det, nsubj and dobj heads over its dependency arcs]"
         "(../figures/pretrained_syntax_example.png)",
         "",
+    ]
+
+
+def _before_after(main_r: dict, others: list[dict], rel_rows: dict, tuned: dict | None, fine_tuned: str) -> list[str]:
+    """Each model's best head per relation, the fine-tuned MiniLM last (or ``fine_tuned`` where not run)."""
+    header = "| relation | Clark head | best offset | pretrained MiniLM |"
+    sep = "|---|---|---|---|"
+    for r in others:
+        if r is not tuned:
+            header += f" {_label(r)} |"
+            sep += "---|"
+    lines = [
         "## Before and after: the same table for other encoders",
         "",
         "Test accuracy of each model's best head (chosen on dev); the offset column is the same for every model "
         "(it reads positions only).",
         "",
+        header + " fine-tuned MiniLM |",
+        sep + "---|",
     ]
-    header = "| relation | Clark head | best offset | pretrained MiniLM |"
-    sep = "|---|---|---|---|"
-    for r in others:
-        if r is not tuned:
-            header += f" {r.get('label', r['model'])} |"
-            sep += "---|"
-    header += " fine-tuned MiniLM |"
-    sep += "---|"
-    lines += [header, sep]
     for rel, row in rel_rows.items():
         cells = [rel, f"{CLARK[rel][0]:.1f}" if rel in CLARK else "", _pct(row["offset_acc"])]
         for r in [main_r, *[o for o in others if o is not tuned], *([tuned] if tuned else [])]:
@@ -1059,45 +1070,60 @@ def markdown(results: Sequence[dict], fine_tuned: str = NOT_RUN) -> str:
         if tuned is None:
             cells.append(fine_tuned if rel == next(iter(rel_rows)) else "")
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "## Trees out of attention (Chu-Liu/Edmonds), test", ""]
-    t0 = main_r["trees"]
-    lines.append(
+    return lines
+
+
+TREE_ROWS = (
+    ("best_head", "best single head"),
+    ("top_k", "mean of the top-k heads"),
+    ("right_branching", "right-branching"),
+    ("left_branching", "left-branching"),
+    ("random", "random tree (seed 0)"),
+)
+
+
+def _tree_cell(r: dict, key: str) -> str:
+    t = r["trees"]
+    if key == "best_head":
+        b = t["best_head"]
+        return f"UUAS {_pct(b['uuas'])}, UAS {_pct(b['uas'])} (head {b['head']}, {b['mode']})"
+    if key == "top_k":
+        b = t["top_k"]
+        return f"UUAS {_pct(b['uuas'])}, UAS {_pct(b['uas'])} (mean of {b['k']} heads, {b['mode']})"
+    b = t["baselines"][key]
+    return f"UUAS {_pct(b['uuas'])}, UAS {_pct(b['uas'])}"
+
+
+def _trees(main_r: dict, others: list[dict]) -> list[str]:
+    """The trees decoded from attention against the branching and random baselines."""
+    t0, models = main_r["trees"], [main_r, *others]
+    lines = [
+        "",
+        "## Trees out of attention (Chu-Liu/Edmonds), test",
+        "",
         f"Decoder mode (d2h: the dependent's attention to its head; h2d: the transpose; sym: their sum), head and "
         f"k chosen by dev UUAS on the first {t0['val_sentences']} dev sentences (to bound the decoding time: every "
         f"head x mode is decoded per sentence); test decoded in full. {t0['root']}.",
-    )
-    lines += ["", "| tree | " + " | ".join(r.get("label", r["model"]) for r in [main_r, *others]) + " |"]
-    lines.append("|---" * (1 + 1 + len(others)) + "|")
-
-    def tree_cell(r, key):
-        t = r["trees"]
-        if key == "best_head":
-            b = t["best_head"]
-            return f"UUAS {_pct(b['uuas'])}, UAS {_pct(b['uas'])} (head {b['head']}, {b['mode']})"
-        if key == "top_k":
-            b = t["top_k"]
-            return f"UUAS {_pct(b['uuas'])}, UAS {_pct(b['uas'])} (mean of {b['k']} heads, {b['mode']})"
-        b = t["baselines"][key]
-        return f"UUAS {_pct(b['uuas'])}, UAS {_pct(b['uas'])}"
-
-    for key, label in (
-        ("best_head", "best single head"),
-        ("top_k", "mean of the top-k heads"),
-        ("right_branching", "right-branching"),
-        ("left_branching", "left-branching"),
-        ("random", "random tree (seed 0)"),
-    ):
-        lines.append(f"| {label} | " + " | ".join(tree_cell(r, key) for r in [main_r, *others]) + " |")
-    lines += [
+        "",
+        "| tree | " + " | ".join(_label(r) for r in models) + " |",
+        "|---" * (1 + 1 + len(others)) + "|",
+    ]
+    lines += [f"| {label} | " + " | ".join(_tree_cell(r, key) for r in models) + " |" for key, label in TREE_ROWS]
+    return lines + [
         "",
         "Right- and left-branching trees are the same chain undirected, hence the same UUAS. "
         "Anchors: Clark et al. report right-branching UAS 26 on WSJ; Hewitt & Manning's structural probe (a "
         "trained projection, not raw attention) reaches UUAS ~80 on BERT-base layer 7.",
         "",
+    ]
+
+
+def _sinks(main_r: dict, others: list[dict]) -> list[str]:
+    """Where each layer's attention goes: [CLS], [SEP], the piece itself, the other pieces."""
+    lines = [
         "## Where attention goes, per layer (test; shares of the attention of word pieces, averaged over heads)",
         "",
-        "| layer | [CLS] | [SEP] | self | other pieces |"
-        + "".join(f" {r.get('label', r['model'])}: self | other |" for r in others),
+        "| layer | [CLS] | [SEP] | self | other pieces |" + "".join(f" {_label(r)}: self | other |" for r in others),
         "|---|---|---|---|---|" + "---|---|" * len(others),
     ]
     for i, s in enumerate(main_r["attention_sinks"]):
@@ -1106,28 +1132,47 @@ def markdown(results: Sequence[dict], fine_tuned: str = NOT_RUN) -> str:
             o = r["attention_sinks"][i] if i < len(r["attention_sinks"]) else None
             cells += [_pct(o["self"]), _pct(o["other"])] if o else ["", ""]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "Clark et al.: more than half of BERT-base's attention in layers 6-10 goes to `[SEP]`.", ""]
-    if "sister" in main_r:
-        lines += [
-            "## The sister constituent in SST's gold tree (test)",
-            "",
-            "The attention mass from each word onto its sister constituent (`tools/attention_syntax.py`'s "
-            "definition), and how often the most-attended other word lies in it.",
-            "",
-            "| model | words | most-mass head | mass | uniform mass | best head | acc | best offset | offset acc "
-            "| noise | finds |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
-        ]
-        for r in [main_r, *others]:
-            s = r.get("sister")
-            if s:
-                lines.append(
-                    f"| {r.get('label', r['model'])} | {s['n']} | {s['mass_head']} | {_pct(s['mass'])} "
-                    f"| {_pct(s['uniform_mass'])} | {s['acc_head']} | {_pct(s['acc'])} | {s['offset']:+d} "
-                    f"| {_pct(s['offset_acc'])} | {_pct(s['noise'])} | {'**yes**' if s['finds'] else 'no'} |"
-                )
-        lines.append("")
-    lines.append(f"Fine-tuned MiniLM: {tuned['model'] if tuned else fine_tuned}.")
+    return lines + ["", "Clark et al.: more than half of BERT-base's attention in layers 6-10 goes to `[SEP]`.", ""]
+
+
+def _sister(models: list[dict]) -> list[str]:
+    """The attention onto the sister constituent of SST's gold tree, per model that measured it."""
+    lines = [
+        "## The sister constituent in SST's gold tree (test)",
+        "",
+        "The attention mass from each word onto its sister constituent (`studies/attention_syntax`'s "
+        "definition), and how often the most-attended other word lies in it.",
+        "",
+        "| model | words | most-mass head | mass | uniform mass | best head | acc | best offset | offset acc "
+        "| noise | finds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in models:
+        s = r.get("sister")
+        if s:
+            lines.append(
+                f"| {_label(r)} | {s['n']} | {s['mass_head']} | {_pct(s['mass'])} "
+                f"| {_pct(s['uniform_mass'])} | {s['acc_head']} | {_pct(s['acc'])} | {s['offset']:+d} "
+                f"| {_pct(s['offset_acc'])} | {_pct(s['noise'])} | {'**yes**' if s['finds'] else 'no'} |"
+            )
+    return lines + [""]
+
+
+def markdown(results: Sequence[dict], fine_tuned: str = NOT_RUN) -> str:
+    """docs/results/pretrained_syntax.md from the json of each model (the first: the pretrained encoder). A
+    json with ``fine_tuned`` (``--checkpoint`` of a train.py ``model=minilm`` run) fills the fine-tuned column."""
+    main_r, others = results[0], list(results[1:])
+    tuned = next((r for r in others if r.get("fine_tuned")), None)
+    rel_rows = dict(sorted(main_r["relations"].items(), key=lambda kv: -kv[1]["n"]))  # json keys come sorted
+    lines = [
+        *_introduction(main_r, others),
+        *_relations(main_r, others, rel_rows),
+        *_before_after(main_r, others, rel_rows, tuned, fine_tuned),
+        *_trees(main_r, others),
+        *_sinks(main_r, others),
+        *(_sister([main_r, *others]) if "sister" in main_r else []),
+        f"Fine-tuned MiniLM: {tuned['model'] if tuned else fine_tuned}.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -1172,7 +1217,7 @@ def main(argv=None) -> int:
             result["label"] = args.label or ("pretrained MiniLM" if args.model == "minilm" else result["model"])
             if getattr(fn, "fine_tuned", False):
                 result["fine_tuned"] = True
-            result["command"] = "python -m tools.pretrained_syntax " + shlex.join(argv)
+            result["command"] = "python -m studies.pretrained_syntax " + shlex.join(argv)
             result["seconds"] = round(time.perf_counter() - start, 1)
             out = Path(args.out)
             figures = Path(args.figures or args.out)
@@ -1193,7 +1238,3 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -10,8 +10,8 @@ The order heads go in:
   greedy                at each step try every remaining head and drop the one whose loss hurts
                         validation accuracy least: about (layers·heads)²/2 runs, slower, stronger.
 
-    python -m tools.prune_heads multirun/heads/3_heads8                   # a run dir or a .pt file
-    python -m tools.prune_heads RUN --method greedy --val-examples 500 --out DIR
+    python -m studies.prune_heads multirun/heads/3_heads8                   # a run dir or a .pt file
+    python -m studies.prune_heads RUN --method greedy --val-examples 500 --out DIR
 
 Writes ``prune.json`` and ``prune.png`` (accuracy against heads kept) to ``RUN/prune`` or ``--out``.
 """
@@ -189,7 +189,3 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

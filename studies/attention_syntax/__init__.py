@@ -22,9 +22,9 @@ self loop is left out of the argmax (attending to oneself says nothing about syn
 the ``<cls>`` node; a tie for the most attention (or none given to other tokens) counts as no
 prediction, so a head that attends only to itself scores 0.
 
-    python -m tools.attention_syntax outputs/neural_syntax                 # a run dir or a .pt file
-    python -m tools.attention_syntax RUN --choose-on val --split test --max-examples 500 --out DIR
-    python -m tools.attention_syntax multirun/sst/graph=complete,model=transformer,seed=0 --tree gold
+    python -m studies.attention_syntax outputs/neural_syntax                 # a run dir or a .pt file
+    python -m studies.attention_syntax RUN --choose-on val --split test --max-examples 500 --out DIR
+    python -m studies.attention_syntax multirun/sst/graph=complete,model=transformer,seed=0 --tree gold
 
 The best head is **chosen on one split and scored on another**: by default chosen on ``--choose-on val``
 and reported on ``--split test``. ``syntax.json`` then holds the test scores of every head, the head
@@ -452,7 +452,3 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

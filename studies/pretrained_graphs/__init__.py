@@ -1,8 +1,8 @@
 """The table of ``make experiment E=pretrained_graphs``: fine-tuned MiniLM per dataset x graph, every planned
 cell shown, "not run yet" where no run finished.
 
-    python -m tools.pretrained_graphs                      # multirun/pretrained_graphs -> docs/results/pretrained_graphs.{md,json}
-    python -m tools.pretrained_graphs --runs DIR --out DIR --figures DIR
+    python -m studies.pretrained_graphs                      # multirun/pretrained_graphs -> docs/results/pretrained_graphs.{md,json}
+    python -m studies.pretrained_graphs --runs DIR --out DIR --figures DIR
 
 The planned cells are read from ``conf/experiment/pretrained_graphs.yaml``'s grids (a cell: dataset, graph,
 other overrides; its seeds). A finished run is one with ``results.json``; a run still training shows its
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENT = "pretrained_graphs"
 TARGETS = {"sst_binary": 90.0, "sst": 50.0, "trec": 95.0}  # issue 24's targets (test accuracy, %)
 TRAIN_SIZES = {"sst_binary": 6920, "sst": 8544, "trec": 4952, "sst2": 66477}  # training sentences (for the estimate)
@@ -226,11 +226,8 @@ def runs_section(runs: list[dict]) -> list[str]:
     return lines
 
 
-def markdown(data: dict, command: str) -> str:
-    cells = data["cells"]
-    plain = [c for c in cells if set(c["settings"]) <= {"dataset", "graph"} and c["settings"]["dataset"] != TRANSFER[0]]
-    datasets = list(dict.fromkeys(c["settings"]["dataset"] for c in plain))
-    graphs = list(dict.fromkeys(c["settings"]["graph"] for c in plain))
+def _grid_table(plain: list[dict], datasets: list[str], graphs: list[str], command: str) -> list[str]:
+    """The title, the commands, the recipe and the dataset x graph table of test accuracies."""
     lines = [
         "# A pretrained Transformer on every graph: all-MiniLM-L6-v2 fine-tuned (issue 24)",
         "",
@@ -239,7 +236,7 @@ def markdown(data: dict, command: str) -> str:
         "",
         "```",
         command,
-        "python -m tools.pretrained_graphs",
+        "python -m studies.pretrained_graphs",
         "```",
         "",
         "Recipe (the issue's scratch measurement): AdamW lr 3e-5, betas (0.9, 0.999), weight decay 0.01, batch 32, "
@@ -266,18 +263,13 @@ def markdown(data: dict, command: str) -> str:
             else:
                 row.append(cell_text(c) + f" [{len(c.get('seeds_planned', []))} planned]")
         lines.append("| " + " | ".join(row) + " |")
-    transfer = [c for c in cells if c["settings"].get("dataset") == TRANSFER[0]]
-    others = [c for c in cells if c not in plain and c not in transfer]
-    lines += against_complete_section(plain, datasets, graphs)
-    lines += transfer_section(transfer)
-    if others:
-        lines += ["", "Other cells:", ""]
-        for c in others:
-            lines.append(f"- {' '.join(f'{k}={v}' for k, v in sorted(c['settings'].items()))}: {cell_text(c)}")
-    lines += learning_rate_section(plain, others, data["base_lr"])
-    lines += runs_section(data["runs"])
-    lines += ["", "## Compute", ""]
-    done = [r for r in data["runs"] if r["finished"]]
+    return lines
+
+
+def _compute_section(cells: list[dict], runs: list[dict]) -> list[str]:
+    """The measured training rate and the hours the runs not finished still need."""
+    lines = ["", "## Compute", ""]
+    done = [r for r in runs if r["finished"]]
     if done:
         rate = sum(r["train_seconds"] for r in done) / sum(r["epochs_run"] * r["n_train"] for r in done)  # s/example
         left = 0
@@ -292,7 +284,12 @@ def markdown(data: dict, command: str) -> str:
         )
     else:
         lines.append("No run has finished: no measured rate yet.")
-    lines += ["", "## Targets (issue 24, test accuracy)", ""]
+    return lines
+
+
+def _targets_section(plain: list[dict], transfer: list[dict]) -> list[str]:
+    """Issue 24's targets: the cell chosen on validation per dataset, and whether it meets the target."""
+    lines = ["", "## Targets (issue 24, test accuracy)", ""]
     lines.append(
         "Each cell (its settings, every seed that finished) is scored by its mean validation accuracy; the best "
         "cell on validation is chosen and its mean test accuracy is the number. A target met by less than the "
@@ -330,6 +327,27 @@ def markdown(data: dict, command: str) -> str:
             f"of {len(done)} cells on validation, {100 * val:.2f}): {verdict}."
         )
     lines.append("")
+    return lines
+
+
+def markdown(data: dict, command: str) -> str:
+    cells = data["cells"]
+    plain = [c for c in cells if set(c["settings"]) <= {"dataset", "graph"} and c["settings"]["dataset"] != TRANSFER[0]]
+    datasets = list(dict.fromkeys(c["settings"]["dataset"] for c in plain))
+    graphs = list(dict.fromkeys(c["settings"]["graph"] for c in plain))
+    lines = _grid_table(plain, datasets, graphs, command)
+    transfer = [c for c in cells if c["settings"].get("dataset") == TRANSFER[0]]
+    others = [c for c in cells if c not in plain and c not in transfer]
+    lines += against_complete_section(plain, datasets, graphs)
+    lines += transfer_section(transfer)
+    if others:
+        lines += ["", "Other cells:", ""]
+        for c in others:
+            lines.append(f"- {' '.join(f'{k}={v}' for k, v in sorted(c['settings'].items()))}: {cell_text(c)}")
+    lines += learning_rate_section(plain, others, data["base_lr"])
+    lines += runs_section(data["runs"])
+    lines += _compute_section(cells, data["runs"])
+    lines += _targets_section(plain, transfer)
     return "\n".join(lines)
 
 
@@ -483,7 +501,3 @@ def main(argv=None) -> int:
     )
     print(f"saved {args.out / f'{EXPERIMENT}.md'}, {plot(data, args.figures / f'{EXPERIMENT}.png')}")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
