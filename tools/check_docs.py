@@ -205,6 +205,7 @@ def table_counts() -> tuple[int, list[str]]:
 # ---------------------------------------------------------------- numbers restated in prose
 
 REF = re.compile(r"<!--\s*ref:\s*(.*?)\s*-->|#\s*ref:\s*(.*?)\s*$")  # markdown, or a Python line's comment
+PAIR = re.compile(r"(−?\d+(?:\.\d+)?)\s*%?\s*±\s*(\d+(?:\.\d+)?)\s*%?[*\s]*$")  # "0.577 ± 0.007" just before a ref
 RESTATES = re.compile(r"<!--\s*restates:\s*(.*?)\s*-->")
 
 
@@ -247,10 +248,11 @@ def same(written: str, value: str | float) -> bool:
     )
 
 
-def resolve(spec: str, page: str) -> tuple[list[str], str]:
+def resolve(spec: str, page: str, pair: bool = False) -> tuple[list[str], str]:
     """The numbers a reference names, and where: ``FILE > [TABLE TITLE >] ROW > COLUMN[@k]`` for a cell of
     a markdown table (``@k``: its k-th number, from 0, else its first; ``ROW`` may name the leading cells of
-    a row, ``;`` between them), or
+    a row, ``;`` between them; ``pair``: a "mean ± std" is written before the reference, so from ``@k`` on
+    two numbers), or
     ``FILE > KEY > KEY ...`` for a value of a JSON file."""
     parts = [p.strip() for p in spec.split(">")]
     path = ROOT / parts[0]
@@ -282,29 +284,38 @@ def resolve(spec: str, page: str) -> tuple[list[str], str]:
             if [_label(c) for c in cells[: len(keys)]] == keys and k < len(cells):
                 found = NUMBER.findall(cells[k].replace("−", "-"))
                 if index:
-                    found = found[int(index) : int(index) + 1]
+                    found = found[int(index) : int(index) + 1 + pair]
                 return found, f"{parts[0]}:{number}"
     raise Problem(f"{page}: {parts[0]} has no cell {row!r} / {col!r}" + (f" in table {title!r}" if title else ""))
 
 
 def check_refs() -> list[str]:
-    """Every ``<!-- ref: ... -->``: the number just before it is the cell or JSON value it names."""
+    """Every ``<!-- ref: ... -->``: the number just before it is the cell or JSON value it names; after a
+    "mean ± std" (``0.577 ± 0.007 <!-- ref: ... -->``), both are the cell's first two numbers."""
     problems = []
     for path in prose_pages():
         rel = path.relative_to(ROOT)
         for number, line in prose_lines(path):
             for m in REF.finditer(line):
                 spec = m.group(1) or m.group(2)
-                written = NUMBER.findall(REF.sub("", line[: m.start()]).replace("−", "-"))
+                before = REF.sub("", line[: m.start()])
+                written = NUMBER.findall(before.replace("−", "-"))
                 try:
-                    found, where = resolve(spec, f"{rel}:{number}")
+                    found, where = resolve(spec, f"{rel}:{number}", pair=bool(PAIR.search(before)))
                 except Problem as e:
                     problems.append(str(e))
                     continue
                 if not written:
                     problems.append(f"{rel}:{number}: no number before the reference to {spec}")
-                elif not found or not same(written[-1], found[0]):
-                    problems.append(f"{rel}:{number}: says {written[-1]}, {where} has {found[0] if found else 'none'}")
+                    continue
+                pair = PAIR.search(before)  # "mean ± std": the cell's first two numbers, both
+                written = list(pair.groups()) if pair else written[-1:]
+                for k, w in enumerate(written):
+                    if len(found) <= k or not same(w, found[k]):
+                        problems.append(
+                            f"{rel}:{number}: says {w}, {where} has {found[k] if len(found) > k else 'none'}"
+                        )
+                        break
     return problems
 
 
@@ -379,8 +390,12 @@ def check_restated() -> list[str]:
 
 UNTIED = Path("docs/results/unchecked_numbers.json")
 RESULT_NUMBER = re.compile(r"(?<![\w.\-/=])−?\d+\.\d+(?![\w.]*[/_])")  # a decimal: how results are written
-PUBLISHED = re.compile(r"et al\.|\b(?:19|20)\d\d\b.*(?:table|paper|report)|\barXiv\b|published|BERT|Clark|Shen|Tai\b")
-HARDWARE = re.compile(r"\b(?:s|ms|min|h|GB|GiB|MiB|MB|cores?|threads?|CPU-hours|hours?|minutes?|seconds?|GPU|H100)\b|×")
+PUBLISHED = re.compile(
+    r"et al\.|\b[A-Z][a-z]+ (?:&|and) [A-Z][a-z]+,? \(?(?:19|20)\d\d\b|\b(?:19|20)\d\d\b.*(?:table|paper|report)|\barXiv\b|published|BERT|Clark|Shen|Tai\b"
+)
+HARDWARE = re.compile(
+    r"(?<!['’])\b(?:s|ms|min|h|GB|GiB|MiB|MB|cores?|threads?|CPU-hours|hours?|minutes?|seconds?|GPU|H100)\b|×"
+)
 
 
 def untied() -> dict[str, dict[str, list[str]]]:
@@ -399,10 +414,12 @@ def untied() -> dict[str, dict[str, list[str]]]:
                 continue
             text = REF.sub("", re.sub(r"\]\([^)]*\)", "]", line))  # link targets are not numbers of the prose
             found = RESULT_NUMBER.findall(text)
-            for m in REF.finditer(line):  # the number a reference ties
-                before = RESULT_NUMBER.findall(REF.sub("", line[: m.start()]))
-                if before and before[-1] in found:
-                    found.remove(before[-1])
+            for m in REF.finditer(line):  # the number a reference ties (both of a "mean ± std")
+                text_before = REF.sub("", line[: m.start()])
+                pair = PAIR.search(text_before)
+                for tied in pair.groups() if pair else RESULT_NUMBER.findall(text_before)[-1:]:
+                    if tied in found:
+                        found.remove(tied)
             kind = "published" if PUBLISHED.search(line) else "hardware" if HARDWARE.search(line) else "untied"
             if found:
                 kinds.setdefault(kind, []).extend(found)

@@ -31,3 +31,27 @@ def test_a_reference_or_a_restated_table_takes_a_number_off_the_list(tmp_path, m
     assert check_docs.untied() == {} and check_docs.check_refs() == []
     page.write_text("<!-- restates: docs/results/t.md -->\n| model | acc |\n|---|---|\n| gat | 0.512 |\n")
     assert check_docs.untied() == {} and check_docs.check_restated() == []
+
+
+def test_a_reference_after_a_mean_and_std_ties_and_checks_both(tmp_path, monkeypatch):
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    (tmp_path / "tutorials").mkdir()
+    (tmp_path / "docs" / "results" / "t.md").write_text("| model | acc |\n|---|---|\n| gat | 0.512 ± 0.007 (n=3) |\n")
+    page = tmp_path / "README.md"
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    page.write_text("GAT reaches 0.512 ± 0.007 <!-- ref: docs/results/t.md > gat > acc -->, 3 seeds.\n")
+    assert check_docs.untied() == {} and check_docs.check_refs() == []
+    page.write_text("GAT reaches 51.2 ± 0.8% <!-- ref: docs/results/t.md > gat > acc -->.\n")
+    assert check_docs.check_refs() == ["README.md:1: says 0.8, docs/results/t.md:3 has 0.007"]
+    page.write_text("GAT reaches 0.512 (std 0.007 <!-- ref: docs/results/t.md > gat > acc@1 -->).\n")
+    assert check_docs.untied() == {"README.md": {"untied": ["0.512"]}} and check_docs.check_refs() == []
+
+
+def test_a_two_author_citation_is_published_and_a_possessive_s_is_not_seconds(tmp_path, monkeypatch):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "tutorials").mkdir()
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    (tmp_path / "README.md").write_text(
+        "A Tree-LSTM reaches 98.7% (Nangia & Bowman 2018).\nThe Transformer's 0.577 on SST's test split.\nIt took 3.5 s.\n"
+    )
+    assert check_docs.untied() == {"README.md": {"published": ["98.7"], "untied": ["0.577"], "hardware": ["3.5"]}}
