@@ -233,6 +233,16 @@ def _label(text: str) -> str:
     return re.sub(r"\s*\(.*\)$", "", text).strip().lower()
 
 
+def numbers(text: str) -> list[str]:
+    """The numbers of a cell or a sentence as written: ``−`` a minus, ``8,164`` one number."""
+    return NUMBER.findall(re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text.replace("−", "-")))
+
+
+def _raw(text: str) -> str:
+    """A row name as written, parenthesis kept: no markup, lower case."""
+    return re.sub(r"[*`]", "", text).strip().lower()
+
+
 def same(written: str, value: str | float) -> bool:
     """Does ``written`` (a number as the prose gives it) state ``value`` (a number of the evidence), rounded
     to the digits written, as is, in percent or as a fraction of one, sign aside (``loses 3.7`` restates ``-3.70``)?"""
@@ -280,9 +290,11 @@ def resolve(spec: str, page: str, pair: bool = False) -> tuple[list[str], str]:
             continue
         k = header.index(_label(col))
         keys = [_label(key) for key in row.split(";")]  # "graph_choice; transformer: tree - complete"
-        for number, cells in rows[1:]:
+        written = [_raw(key) for key in row.split(";")]  # "complete (dense)": a row named in full comes first
+        exact = [r for r in rows[1:] if [_raw(c) for c in r[1][: len(keys)]] == written]
+        for number, cells in exact + rows[1:]:
             if [_label(c) for c in cells[: len(keys)]] == keys and k < len(cells):
-                found = NUMBER.findall(cells[k].replace("−", "-"))
+                found = numbers(cells[k])
                 if index:
                     found = found[int(index) : int(index) + 1 + pair]
                 return found, f"{parts[0]}:{number}"
@@ -299,7 +311,7 @@ def check_refs() -> list[str]:
             for m in REF.finditer(line):
                 spec = m.group(1) or m.group(2)
                 before = REF.sub("", line[: m.start()])
-                written = NUMBER.findall(before.replace("−", "-"))
+                written = numbers(before)
                 try:
                     found, where = resolve(spec, f"{rel}:{number}", pair=bool(PAIR.search(before)))
                 except Problem as e:
@@ -360,14 +372,14 @@ def check_restated() -> list[str]:
                     for number, tcells in trows[1:]:
                         for k, cell in enumerate(tcells[1:], start=1):
                             label = head[k] if k < len(head) else ""
-                            found = NUMBER.findall(cell.replace("−", "-"))
+                            found = numbers(cell)
                             cells.append((_label(tcells[0]), _label(label), found, f"{file}:{number}"))
             head = rows[0][1]
             for number, wcells in rows[1:]:
                 if PUBLISHED.search(wcells[0]):  # a published anchor beside the results: listed, not checked
                     continue
                 for k, cell in enumerate(wcells[1:], start=1):
-                    written = NUMBER.findall(cell.replace("−", "-"))
+                    written = numbers(cell)
                     if not written:
                         continue
                     labels = {_label(wcells[0]), _label(head[k]) if k < len(head) else ""}

@@ -67,3 +67,17 @@ def test_in_a_tutorials_code_the_numbers_in_strings_are_not_listed(tmp_path, mon
         '# The tree wins by 9.1 points.\nprint(f"{acc:8.1f}", version="1.3")\nCLAIMS = [("warmup 0.0", 2.9)]\n'
     )
     assert check_docs.untied() == {"tutorials/01_x.py": {"untied": ["9.1", "2.9"]}}
+
+
+def test_a_reference_names_a_row_in_full_where_rows_differ_only_in_a_parenthesis(tmp_path, monkeypatch):
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    (tmp_path / "docs" / "results" / "t.md").write_text(
+        "| case | time |\n|---|---|\n| complete (sparse) | 2.14 |\n| complete (dense) | 1.69 |\n"
+    )
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    assert check_docs.resolve("docs/results/t.md > complete (dense) > time", "p")[0] == ["1.69"]
+    assert check_docs.resolve("docs/results/t.md > complete > time", "p")[0] == ["2.14"]  # the first, as before
+
+
+def test_a_thousands_separator_is_part_of_the_number():
+    assert check_docs.numbers("8,164 µs at n = 2,048; seeds 0, 1, 2; −1.5") == ["8164", "2048", "0", "1", "2", "-1.5"]
