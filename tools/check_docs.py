@@ -401,6 +401,7 @@ def check_restated() -> list[str]:
 # ---------------------------------------------------------------- numbers no reference ties
 
 UNTIED = Path("docs/results/unchecked_numbers.json")
+VERSION = re.compile(r"\b(?:torch|dgl|DGL|[Pp]ython|CUDA|cuda)[ =]*v?\d+(?:\.\d+)+\S*")
 STRING = re.compile(r"\"[^\"]*\"|'[^']*'")
 RESULT_NUMBER = re.compile(r"(?<![\w.\-/=])−?\d+\.\d+(?![\w.]*[/_])")  # a decimal: how results are written
 PUBLISHED = re.compile(
@@ -428,6 +429,7 @@ def untied() -> dict[str, dict[str, list[str]]]:
             if generated or number <= header or (number in restated and not PUBLISHED.search(line.split("|")[1])):
                 continue
             text = REF.sub("", re.sub(r"\]\([^)]*\)", "]", line))  # link targets are not numbers of the prose
+            text = VERSION.sub("", text)  # "torch 2.2.1", "dgl 2.1.0": versions, not results
             if path.suffix == ".py" and not line.lstrip().startswith("#"):
                 text = STRING.sub('""', text)  # a tutorial's code: numbers in strings are labels and formats
             found = RESULT_NUMBER.findall(text)
