@@ -431,7 +431,9 @@ def untied() -> dict[str, dict[str, list[str]]]:
             text = REF.sub("", re.sub(r"\]\([^)]*\)", "]", line))  # link targets are not numbers of the prose
             text = VERSION.sub("", text)  # "torch 2.2.1", "dgl 2.1.0": versions, not results
             if path.suffix == ".py" and not line.lstrip().startswith("#"):
-                text = STRING.sub('""', text)  # a tutorial's code: numbers in strings are labels and formats
+                if not REF.search(line):
+                    continue  # a tutorial's code: its constants (figure sizes, tolerances) restate no result
+                text = STRING.sub('""', text)  # a claim's line: the numbers in its strings are labels
             found = RESULT_NUMBER.findall(text)
             for m in REF.finditer(line):  # the number a reference ties (both of a "mean ± std")
                 text_before = REF.sub("", line[: m.start()])
