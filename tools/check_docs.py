@@ -408,7 +408,7 @@ PUBLISHED = re.compile(
     r"et al\.|\b[A-Z][a-z]+ (?:&|and) [A-Z][a-z]+,? \(?(?:19|20)\d\d\b|\b(?:19|20)\d\d\b.*(?:table|paper|report)|\barXiv\b|published|BERT|Clark|Shen|Tai\b"
 )
 HARDWARE = re.compile(
-    r"(?<!['’])\b(?:s|ms|min|h|GB|GiB|MiB|MB|cores?|threads?|CPU-hours|hours?|minutes?|seconds?|GPU|H100)\b|×"
+    r"(?<!['’])\b(?:s|ms|min|h|GB|GiB|MiB|MB|cores?|threads?|CPU-hours|hours?|minutes?|seconds?|GPU|H100|load average)\b|×"
 )
 
 

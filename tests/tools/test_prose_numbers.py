@@ -53,9 +53,12 @@ def test_a_two_author_citation_is_published_a_possessive_s_is_not_seconds_a_vers
     monkeypatch.setattr(check_docs, "ROOT", tmp_path)
     (tmp_path / "README.md").write_text(
         "A Tree-LSTM reaches 98.7% (Nangia & Bowman 2018).\nThe Transformer's 0.577 on SST's test split.\nIt took 3.5 s.\n"
+        "The machine ran at load average 2.3.\n"
         "Measured with torch 2.2.1+cu121 and dgl 2.1.0.\n"
     )
-    assert check_docs.untied() == {"README.md": {"published": ["98.7"], "untied": ["0.577"], "hardware": ["3.5"]}}
+    assert check_docs.untied() == {
+        "README.md": {"published": ["98.7"], "untied": ["0.577"], "hardware": ["3.5", "2.3"]}
+    }
 
 
 def test_in_a_tutorials_code_only_a_claims_line_counts_and_not_the_numbers_in_its_strings(tmp_path, monkeypatch):
