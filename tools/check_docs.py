@@ -301,9 +301,20 @@ def resolve(spec: str, page: str, pair: bool = False) -> tuple[list[str], str]:
     raise Problem(f"{page}: {parts[0]} has no cell {row!r} / {col!r}" + (f" in table {title!r}" if title else ""))
 
 
+def difference(spec: str, page: str) -> tuple[list[str], str]:
+    """``A minus B``, two references of ``resolve``'s kind: the difference of their (first) numbers."""
+    from decimal import Decimal
+
+    (a, where_a), (b, where_b) = (resolve(part.strip(), page) for part in spec.split(" minus ", 1))
+    if not a or not b:
+        raise Problem(f"{page}: {spec}: a side names no number ({where_a}: {a}, {where_b}: {b})")
+    return [str(Decimal(a[0]) - Decimal(b[0]))], f"{where_a} minus {where_b}"
+
+
 def check_refs() -> list[str]:
     """Every ``<!-- ref: ... -->``: the number just before it is the cell or JSON value it names; after a
-    "mean ± std" (``0.577 ± 0.007 <!-- ref: ... -->``), both are the cell's first two numbers."""
+    "mean ± std" (``0.577 ± 0.007 <!-- ref: ... -->``), both are the cell's first two numbers; for
+    ``<!-- ref: A minus B -->``, the difference of A's and B's (``+14.7`` states 0.625 minus 0.478)."""
     problems = []
     for path in prose_pages():
         rel = path.relative_to(ROOT)
@@ -313,7 +324,10 @@ def check_refs() -> list[str]:
                 before = REF.sub("", line[: m.start()])
                 written = numbers(before)
                 try:
-                    found, where = resolve(spec, f"{rel}:{number}", pair=bool(PAIR.search(before)))
+                    if " minus " in spec:  # a difference of two values: "A minus B"
+                        found, where = difference(spec, f"{rel}:{number}")
+                    else:
+                        found, where = resolve(spec, f"{rel}:{number}", pair=bool(PAIR.search(before)))
                 except Problem as e:
                     problems.append(str(e))
                     continue

@@ -86,3 +86,20 @@ def test_a_reference_names_a_row_in_full_where_rows_differ_only_in_a_parenthesis
 
 def test_a_thousands_separator_is_part_of_the_number():
     assert check_docs.numbers("8,164 µs at n = 2,048; seeds 0, 1, 2; −1.5") == ["8164", "2048", "0", "1", "2", "-1.5"]
+
+
+def test_a_reference_to_a_difference_of_two_cells(tmp_path, monkeypatch):
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    (tmp_path / "tutorials").mkdir()
+    (tmp_path / "docs" / "results" / "t.md").write_text(
+        "| model | tree | complete |\n|---|---|---|\n| gat | 0.625 | 0.478 |\n"
+    )
+    page = tmp_path / "README.md"
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    ref = "<!-- ref: docs/results/t.md > gat > tree minus docs/results/t.md > gat > complete -->"
+    page.write_text(f"The tree wins by 14.7 {ref} points.\n")
+    assert check_docs.untied() == {} and check_docs.check_refs() == []
+    page.write_text(f"The tree wins by 14.8 {ref} points.\n")
+    assert check_docs.check_refs() == [
+        "README.md:1: says 14.8, docs/results/t.md:3 minus docs/results/t.md:3 has 0.147"
+    ]
