@@ -426,6 +426,15 @@ HARDWARE = re.compile(
 )
 
 
+def _kind(text: str) -> str:
+    return "published" if PUBLISHED.search(text) else "hardware" if HARDWARE.search(text) else "untied"
+
+
+def _drop_first(found: list[tuple[str, str]], number: str) -> list[tuple[str, str]]:
+    k = next((k for k, (n, _) in enumerate(found) if n == number), None)
+    return found if k is None else found[:k] + found[k + 1 :]
+
+
 def untied() -> dict[str, dict[str, list[str]]]:
     """The decimals of README, docs/*.md and the tutorials that no reference or restated table ties to a
     record, by page and by kind: ``published`` (a published anchor, cited on its line), ``hardware`` (a
@@ -448,16 +457,18 @@ def untied() -> dict[str, dict[str, list[str]]]:
                 if not REF.search(line):
                     continue  # a tutorial's code: its constants (figure sizes, tolerances) restate no result
                 text = STRING.sub('""', text)  # a claim's line: the numbers in its strings are labels
-            found = RESULT_NUMBER.findall(text)
+            if line.startswith("|"):  # a table row: each cell's numbers by that cell and the row's label
+                cells = text.strip().strip("|").split("|")
+                found = [(n, _kind(cells[0] + " " + c)) for c in cells for n in RESULT_NUMBER.findall(c)]
+            else:
+                found = [(n, _kind(line)) for n in RESULT_NUMBER.findall(text)]
             for m in REF.finditer(line):  # the number a reference ties (both of a "mean ± std")
                 text_before = REF.sub("", line[: m.start()])
                 pair = PAIR.search(text_before)
                 for tied in pair.groups() if pair else RESULT_NUMBER.findall(text_before)[-1:]:
-                    if tied in found:
-                        found.remove(tied)
-            kind = "published" if PUBLISHED.search(line) else "hardware" if HARDWARE.search(line) else "untied"
-            if found:
-                kinds.setdefault(kind, []).extend(found)
+                    found = _drop_first(found, tied)
+            for n, kind in found:
+                kinds.setdefault(kind, []).append(n)
         if not kinds:
             del out[rel]
     return out

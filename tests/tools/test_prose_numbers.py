@@ -103,3 +103,14 @@ def test_a_reference_to_a_difference_of_two_cells(tmp_path, monkeypatch):
     assert check_docs.check_refs() == [
         "README.md:1: says 14.8, docs/results/t.md:3 minus docs/results/t.md:3 has 0.147"
     ]
+
+
+def test_a_table_rows_numbers_take_the_kind_of_their_own_cell_and_the_rows_label(tmp_path, monkeypatch):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "tutorials").mkdir()
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    (tmp_path / "README.md").write_text(
+        "| task | ours | Tai et al. | target |\n|---|---|---|---|\n| SST | 0.766 | 0.880 (Tai et al.) | ≥ 0.85 |\n"
+        "| LRA (Tay et al., 2021): Transformer | 0.364 | | |\n"
+    )
+    assert check_docs.untied() == {"README.md": {"untied": ["0.766", "0.85"], "published": ["0.880", "0.364"]}}
