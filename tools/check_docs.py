@@ -35,6 +35,8 @@ import re
 import sys
 from pathlib import Path
 
+import yaml
+
 from tools import (
     doc_counts,
     replay,
@@ -263,13 +265,13 @@ def resolve(spec: str, page: str, pair: bool = False) -> tuple[list[str], str]:
     a markdown table (``@k``: its k-th number, from 0, else its first; ``ROW`` may name the leading cells of
     a row, ``;`` between them; ``pair``: a "mean ± std" is written before the reference, so from ``@k`` on
     two numbers), or
-    ``FILE > KEY > KEY ...`` for a value of a JSON file."""
+    ``FILE > KEY > KEY ...`` for a value of a JSON file or of a config (``conf/**/*.yaml``)."""
     parts = [p.strip() for p in spec.split(">")]
     path = ROOT / parts[0]
     if not path.is_file():
         raise Problem(f"{page}: a reference names {parts[0]}, which does not exist")
-    if path.suffix == ".json":
-        value = json.loads(path.read_text())
+    if path.suffix in (".json", ".yaml"):  # a result, or a config value (conf/**/*.yaml) the prose states
+        value = json.loads(path.read_text()) if path.suffix == ".json" else yaml.safe_load(path.read_text())
         for key in parts[1:]:
             try:
                 value = value[int(key)] if isinstance(value, list) else value[key]

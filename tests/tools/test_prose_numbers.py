@@ -114,3 +114,18 @@ def test_a_table_rows_numbers_take_the_kind_of_their_own_cell_and_the_rows_label
         "| LRA (Tay et al., 2021): Transformer | 0.364 | | |\n"
     )
     assert check_docs.untied() == {"README.md": {"untied": ["0.766", "0.85"], "published": ["0.880", "0.364"]}}
+
+
+def test_a_reference_to_a_config_value(tmp_path, monkeypatch):
+    (tmp_path / "conf" / "optim").mkdir(parents=True)
+    (tmp_path / "tutorials").mkdir()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "conf" / "optim" / "a.yaml").write_text("lr: 3.0e-5\nbetas: [0.9, 0.999]\n")
+    page = tmp_path / "README.md"
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    page.write_text(
+        "Betas (0.9 <!-- ref: conf/optim/a.yaml > betas > 0 -->, 0.999 <!-- ref: conf/optim/a.yaml > betas > 1 -->).\n"
+    )
+    assert check_docs.untied() == {} and check_docs.check_refs() == []
+    page.write_text("Beta 0.98 <!-- ref: conf/optim/a.yaml > betas > 1 -->.\n")
+    assert check_docs.check_refs() == ["README.md:1: says 0.98, conf/optim/a.yaml has 0.999"]
