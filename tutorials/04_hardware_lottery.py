@@ -154,7 +154,7 @@ print("sparse and dense outputs agree on every batch (timings are indicative onl
 # * otherwise `dense` when $|E| / (B\, n_{max}^2) \ge$ `model.dense_min_density`, else `sparse`. For
 #   `knn`, whose edges are built inside the model, $|E|$ is taken as $(k+1)\sum n$.
 #
-# The default, 0.07, is where dense stopped paying on the 2-core CPU of the committed benchmark;
+# The default, 0.07 <!-- ref: conf/encoder/default.yaml > dense_min_density -->, is where dense stopped paying on the 2-core CPU of the committed benchmark;
 # other hardware (a GPU above all) will have its own break-even point, so measure with `make bench`
 # before trusting the value there.
 # Padding matters: a batch that mixes short and long sentences has a low density even on complete
