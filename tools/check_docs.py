@@ -208,6 +208,7 @@ def table_counts() -> tuple[int, list[str]]:
 
 REF = re.compile(r"<!--\s*ref:\s*(.*?)\s*-->|#\s*ref:\s*(.*?)\s*$")  # markdown, or a Python line's comment
 PAIR = re.compile(r"(−?\d+(?:\.\d+)?)\s*%?\s*±\s*(\d+(?:\.\d+)?)\s*%?[*\s]*$")  # "0.577 ± 0.007" just before a ref
+COMBINED = re.compile(r" (minus|over) (?=[\w./-]+\.(?:md|json|yaml) >)")  # the operator, then B's file
 RESTATES = re.compile(r"<!--\s*restates:\s*(.*?)\s*-->")
 
 
@@ -303,20 +304,25 @@ def resolve(spec: str, page: str, pair: bool = False) -> tuple[list[str], str]:
     raise Problem(f"{page}: {parts[0]} has no cell {row!r} / {col!r}" + (f" in table {title!r}" if title else ""))
 
 
-def difference(spec: str, page: str) -> tuple[list[str], str]:
-    """``A minus B``, two references of ``resolve``'s kind: the difference of their (first) numbers."""
+def combined(spec: str, page: str) -> tuple[list[str], str]:
+    """``A minus B`` or ``A over B``, two references of ``resolve``'s kind: the difference or the ratio of
+    their (first) numbers."""
     from decimal import Decimal
 
-    (a, where_a), (b, where_b) = (resolve(part.strip(), page) for part in spec.split(" minus ", 1))
-    if not a or not b:
+    m = COMBINED.search(spec)
+    op = f" {m[1]} "
+    (a, where_a), (b, where_b) = (resolve(part.strip(), page) for part in (spec[: m.start()], spec[m.end() :]))
+    if not a or not b or (op == " over " and Decimal(b[0]) == 0):
         raise Problem(f"{page}: {spec}: a side names no number ({where_a}: {a}, {where_b}: {b})")
-    return [str(Decimal(a[0]) - Decimal(b[0]))], f"{where_a} minus {where_b}"
+    value = Decimal(a[0]) - Decimal(b[0]) if op == " minus " else Decimal(a[0]) / Decimal(b[0])
+    return [str(value)], f"{where_a}{op}{where_b}"
 
 
 def check_refs() -> list[str]:
     """Every ``<!-- ref: ... -->``: the number just before it is the cell or JSON value it names; after a
     "mean ± std" (``0.577 ± 0.007 <!-- ref: ... -->``), both are the cell's first two numbers; for
-    ``<!-- ref: A minus B -->``, the difference of A's and B's (``+14.7`` states 0.625 minus 0.478)."""
+    ``<!-- ref: A minus B -->``, the difference of A's and B's (``+14.7`` states 0.625 minus 0.478), and for
+    ``A over B`` their ratio (``1.75×`` states 398.25 over 228.15)."""
     problems = []
     for path in prose_pages():
         rel = path.relative_to(ROOT)
@@ -326,8 +332,8 @@ def check_refs() -> list[str]:
                 before = REF.sub("", line[: m.start()])
                 written = numbers(before)
                 try:
-                    if " minus " in spec:  # a difference of two values: "A minus B"
-                        found, where = difference(spec, f"{rel}:{number}")
+                    if COMBINED.search(spec):  # "A minus B", "A over B": two values combined
+                        found, where = combined(spec, f"{rel}:{number}")
                     else:
                         found, where = resolve(spec, f"{rel}:{number}", pair=bool(PAIR.search(before)))
                 except Problem as e:
