@@ -35,6 +35,8 @@ import re
 import sys
 from pathlib import Path
 
+import yaml
+
 from tools import (
     doc_counts,
     replay,
@@ -205,6 +207,8 @@ def table_counts() -> tuple[int, list[str]]:
 # ---------------------------------------------------------------- numbers restated in prose
 
 REF = re.compile(r"<!--\s*ref:\s*(.*?)\s*-->|#\s*ref:\s*(.*?)\s*$")  # markdown, or a Python line's comment
+PAIR = re.compile(r"(−?\d+(?:\.\d+)?)\s*%?\s*±\s*(\d+(?:\.\d+)?)\s*%?[*\s]*$")  # "0.577 ± 0.007" just before a ref
+COMBINED = re.compile(r" (minus|over) (?=[\w./-]+\.(?:md|json|yaml) >)")  # the operator, then B's file
 RESTATES = re.compile(r"<!--\s*restates:\s*(.*?)\s*-->")
 
 
@@ -232,6 +236,16 @@ def _label(text: str) -> str:
     return re.sub(r"\s*\(.*\)$", "", text).strip().lower()
 
 
+def numbers(text: str) -> list[str]:
+    """The numbers of a cell or a sentence as written: ``−`` a minus, ``8,164`` one number."""
+    return NUMBER.findall(re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text.replace("−", "-")))
+
+
+def _raw(text: str) -> str:
+    """A row name as written, parenthesis kept: no markup, lower case."""
+    return re.sub(r"[*`]", "", text).strip().lower()
+
+
 def same(written: str, value: str | float) -> bool:
     """Does ``written`` (a number as the prose gives it) state ``value`` (a number of the evidence), rounded
     to the digits written, as is, in percent or as a fraction of one, sign aside (``loses 3.7`` restates ``-3.70``)?"""
@@ -247,17 +261,18 @@ def same(written: str, value: str | float) -> bool:
     )
 
 
-def resolve(spec: str, page: str) -> tuple[list[str], str]:
+def resolve(spec: str, page: str, pair: bool = False) -> tuple[list[str], str]:
     """The numbers a reference names, and where: ``FILE > [TABLE TITLE >] ROW > COLUMN[@k]`` for a cell of
     a markdown table (``@k``: its k-th number, from 0, else its first; ``ROW`` may name the leading cells of
-    a row, ``;`` between them), or
-    ``FILE > KEY > KEY ...`` for a value of a JSON file."""
+    a row, ``;`` between them; ``pair``: a "mean ± std" is written before the reference, so from ``@k`` on
+    two numbers), or
+    ``FILE > KEY > KEY ...`` for a value of a JSON file or of a config (``conf/**/*.yaml``)."""
     parts = [p.strip() for p in spec.split(">")]
     path = ROOT / parts[0]
     if not path.is_file():
         raise Problem(f"{page}: a reference names {parts[0]}, which does not exist")
-    if path.suffix == ".json":
-        value = json.loads(path.read_text())
+    if path.suffix in (".json", ".yaml"):  # a result, or a config value (conf/**/*.yaml) the prose states
+        value = json.loads(path.read_text()) if path.suffix == ".json" else yaml.safe_load(path.read_text())
         for key in parts[1:]:
             try:
                 value = value[int(key)] if isinstance(value, list) else value[key]
@@ -278,33 +293,63 @@ def resolve(spec: str, page: str) -> tuple[list[str], str]:
             continue
         k = header.index(_label(col))
         keys = [_label(key) for key in row.split(";")]  # "graph_choice; transformer: tree - complete"
-        for number, cells in rows[1:]:
+        written = [_raw(key) for key in row.split(";")]  # "complete (dense)": a row named in full comes first
+        exact = [r for r in rows[1:] if [_raw(c) for c in r[1][: len(keys)]] == written]
+        for number, cells in exact + rows[1:]:
             if [_label(c) for c in cells[: len(keys)]] == keys and k < len(cells):
-                found = NUMBER.findall(cells[k].replace("−", "-"))
+                found = numbers(cells[k])
                 if index:
-                    found = found[int(index) : int(index) + 1]
+                    found = found[int(index) : int(index) + 1 + pair]
                 return found, f"{parts[0]}:{number}"
     raise Problem(f"{page}: {parts[0]} has no cell {row!r} / {col!r}" + (f" in table {title!r}" if title else ""))
 
 
+def combined(spec: str, page: str) -> tuple[list[str], str]:
+    """``A minus B`` or ``A over B``, two references of ``resolve``'s kind: the difference or the ratio of
+    their (first) numbers."""
+    from decimal import Decimal
+
+    m = COMBINED.search(spec)
+    op = f" {m[1]} "
+    (a, where_a), (b, where_b) = (resolve(part.strip(), page) for part in (spec[: m.start()], spec[m.end() :]))
+    if not a or not b or (op == " over " and Decimal(b[0]) == 0):
+        raise Problem(f"{page}: {spec}: a side names no number ({where_a}: {a}, {where_b}: {b})")
+    value = Decimal(a[0]) - Decimal(b[0]) if op == " minus " else Decimal(a[0]) / Decimal(b[0])
+    return [str(value)], f"{where_a}{op}{where_b}"
+
+
 def check_refs() -> list[str]:
-    """Every ``<!-- ref: ... -->``: the number just before it is the cell or JSON value it names."""
+    """Every ``<!-- ref: ... -->``: the number just before it is the cell or JSON value it names; after a
+    "mean ± std" (``0.577 ± 0.007 <!-- ref: ... -->``), both are the cell's first two numbers; for
+    ``<!-- ref: A minus B -->``, the difference of A's and B's (``+14.7`` states 0.625 minus 0.478), and for
+    ``A over B`` their ratio (``1.75×`` states 398.25 over 228.15)."""
     problems = []
     for path in prose_pages():
         rel = path.relative_to(ROOT)
         for number, line in prose_lines(path):
             for m in REF.finditer(line):
                 spec = m.group(1) or m.group(2)
-                written = NUMBER.findall(REF.sub("", line[: m.start()]).replace("−", "-"))
+                before = REF.sub("", line[: m.start()])
+                written = numbers(before)
                 try:
-                    found, where = resolve(spec, f"{rel}:{number}")
+                    if COMBINED.search(spec):  # "A minus B", "A over B": two values combined
+                        found, where = combined(spec, f"{rel}:{number}")
+                    else:
+                        found, where = resolve(spec, f"{rel}:{number}", pair=bool(PAIR.search(before)))
                 except Problem as e:
                     problems.append(str(e))
                     continue
                 if not written:
                     problems.append(f"{rel}:{number}: no number before the reference to {spec}")
-                elif not found or not same(written[-1], found[0]):
-                    problems.append(f"{rel}:{number}: says {written[-1]}, {where} has {found[0] if found else 'none'}")
+                    continue
+                pair = PAIR.search(before)  # "mean ± std": the cell's first two numbers, both
+                written = list(pair.groups()) if pair else written[-1:]
+                for k, w in enumerate(written):
+                    if len(found) <= k or not same(w, found[k]):
+                        problems.append(
+                            f"{rel}:{number}: says {w}, {where} has {found[k] if len(found) > k else 'none'}"
+                        )
+                        break
     return problems
 
 
@@ -349,14 +394,14 @@ def check_restated() -> list[str]:
                     for number, tcells in trows[1:]:
                         for k, cell in enumerate(tcells[1:], start=1):
                             label = head[k] if k < len(head) else ""
-                            found = NUMBER.findall(cell.replace("−", "-"))
+                            found = numbers(cell)
                             cells.append((_label(tcells[0]), _label(label), found, f"{file}:{number}"))
             head = rows[0][1]
             for number, wcells in rows[1:]:
                 if PUBLISHED.search(wcells[0]):  # a published anchor beside the results: listed, not checked
                     continue
                 for k, cell in enumerate(wcells[1:], start=1):
-                    written = NUMBER.findall(cell.replace("−", "-"))
+                    written = numbers(cell)
                     if not written:
                         continue
                     labels = {_label(wcells[0]), _label(head[k]) if k < len(head) else ""}
@@ -378,9 +423,24 @@ def check_restated() -> list[str]:
 # ---------------------------------------------------------------- numbers no reference ties
 
 UNTIED = Path("docs/results/unchecked_numbers.json")
+VERSION = re.compile(r"\b(?:torch|dgl|DGL|[Pp]ython|CUDA|cuda)[ =]*v?\d+(?:\.\d+)+\S*")
+STRING = re.compile(r"\"[^\"]*\"|'[^']*'")
 RESULT_NUMBER = re.compile(r"(?<![\w.\-/=])−?\d+\.\d+(?![\w.]*[/_])")  # a decimal: how results are written
-PUBLISHED = re.compile(r"et al\.|\b(?:19|20)\d\d\b.*(?:table|paper|report)|\barXiv\b|published|BERT|Clark|Shen|Tai\b")
-HARDWARE = re.compile(r"\b(?:s|ms|min|h|GB|GiB|MiB|MB|cores?|threads?|CPU-hours|hours?|minutes?|seconds?|GPU|H100)\b|×")
+PUBLISHED = re.compile(
+    r"et al\.|\b[A-Z][a-z]+ (?:&|and) [A-Z][a-z]+,? \(?(?:19|20)\d\d\b|\b(?:19|20)\d\d\b.*(?:table|paper|report)|\barXiv\b|published|BERT|Clark|Shen|Tai\b"
+)
+HARDWARE = re.compile(
+    r"(?<!['’])\b(?:s|ms|min|h|GB|GiB|MiB|MB|cores?|threads?|CPU-hours|hours?|minutes?|seconds?|GPU|H100|load average)\b|×"
+)
+
+
+def _kind(text: str) -> str:
+    return "published" if PUBLISHED.search(text) else "hardware" if HARDWARE.search(text) else "untied"
+
+
+def _drop_first(found: list[tuple[str, str]], number: str) -> list[tuple[str, str]]:
+    k = next((k for k, (n, _) in enumerate(found) if n == number), None)
+    return found if k is None else found[:k] + found[k + 1 :]
 
 
 def untied() -> dict[str, dict[str, list[str]]]:
@@ -393,19 +453,30 @@ def untied() -> dict[str, dict[str, list[str]]]:
         rel = str(path.relative_to(ROOT))
         restated = {n for _, rows in _restated_tables(path) for n, _ in rows}
         generated, kinds = False, out.setdefault(rel, {})
+        lines = path.read_text().splitlines()
+        header = lines.index("# ---", 1) + 1 if lines[:1] == ["# ---"] and "# ---" in lines[1:] else 0  # jupytext's
         for number, line in prose_lines(path):
             generated = (generated or START in line) and END not in line
-            if generated or (number in restated and not PUBLISHED.search(line.split("|")[1])):
+            if generated or number <= header or (number in restated and not PUBLISHED.search(line.split("|")[1])):
                 continue
             text = REF.sub("", re.sub(r"\]\([^)]*\)", "]", line))  # link targets are not numbers of the prose
-            found = RESULT_NUMBER.findall(text)
-            for m in REF.finditer(line):  # the number a reference ties
-                before = RESULT_NUMBER.findall(REF.sub("", line[: m.start()]))
-                if before and before[-1] in found:
-                    found.remove(before[-1])
-            kind = "published" if PUBLISHED.search(line) else "hardware" if HARDWARE.search(line) else "untied"
-            if found:
-                kinds.setdefault(kind, []).extend(found)
+            text = VERSION.sub("", text)  # "torch 2.2.1", "dgl 2.1.0": versions, not results
+            if path.suffix == ".py" and not line.lstrip().startswith("#"):
+                if not REF.search(line):
+                    continue  # a tutorial's code: its constants (figure sizes, tolerances) restate no result
+                text = STRING.sub('""', text)  # a claim's line: the numbers in its strings are labels
+            if line.startswith("|"):  # a table row: each cell's numbers by that cell and the row's label
+                cells = text.strip().strip("|").split("|")
+                found = [(n, _kind(cells[0] + " " + c)) for c in cells for n in RESULT_NUMBER.findall(c)]
+            else:
+                found = [(n, _kind(line)) for n in RESULT_NUMBER.findall(text)]
+            for m in REF.finditer(line):  # the number a reference ties (both of a "mean ± std")
+                text_before = REF.sub("", line[: m.start()])
+                pair = PAIR.search(text_before)
+                for tied in pair.groups() if pair else RESULT_NUMBER.findall(text_before)[-1:]:
+                    found = _drop_first(found, tied)
+            for n, kind in found:
+                kinds.setdefault(kind, []).append(n)
         if not kinds:
             del out[rel]
     return out

@@ -154,7 +154,7 @@ print("sparse and dense outputs agree on every batch (timings are indicative onl
 # * otherwise `dense` when $|E| / (B\, n_{max}^2) \ge$ `model.dense_min_density`, else `sparse`. For
 #   `knn`, whose edges are built inside the model, $|E|$ is taken as $(k+1)\sum n$.
 #
-# The default, 0.07, is where dense stopped paying on the 2-core CPU of the committed benchmark;
+# The default, 0.07 <!-- ref: conf/encoder/default.yaml > dense_min_density -->, is where dense stopped paying on the 2-core CPU of the committed benchmark;
 # other hardware (a GPU above all) will have its own break-even point, so measure with `make bench`
 # before trusting the value there.
 # Padding matters: a batch that mixes short and long sentences has a low density even on complete
@@ -202,7 +202,7 @@ else:
 # * The choice is an implementation detail, not a modelling one: both compute the same function with
 #   the same parameters, and a checkpoint trained with one evaluates with the other.
 # * The size of the lottery depends on the machine. On the 2-core CPU (measured, the table above),
-#   dense wins on the complete graph by 2.3x to 24x, and sparse wins on sparse graphs from n = 16-128.
+#   dense wins on the complete graph by 2.3x <!-- ref: bench/results/cpu-2core/summary.md > complete > n=16 --> to 24x, and sparse wins on sparse graphs from n = 16-128.
 #   On an H100 (measured in issue 32 by a scratch script, not yet reproduced by the repository's
 #   benchmark), message passing costs 12x to 103x dense on the complete graph, and it beats dense
 #   on a window graph only at n = 4,096. `python -m bench.hardware_lottery --device cuda` measures the

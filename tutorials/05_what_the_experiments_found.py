@@ -177,50 +177,53 @@ fig.tight_layout()
 # * **Full scale** (90k expressions; the complete-graph Transformer at 0.577 <!-- ref: docs/results/heads.md > 4 > test accuracy -->, level with the
 #   57.4% of Shen et al. 2019's ListOps table). The gold tree beats the complete graph for the Transformer by
 #   9.1 points <!-- ref: docs/results/essay.md > graph_choice; transformer: tree - complete > difference -->
-#   (3 seeds), for GAT by 15.3 and for GCN by 15.4 (1 seed each). The complete graph beats a window
-#   of ±2 tokens by 4.0 points for the Transformer. For GAT the 0.7 points between them are no
-#   measurable difference. Four heads beat one by 1.5 points; eight and four are level (+0.0). On the
-#   complete graph attention beats a plain sum of the neighbours by 13.7 points and a mean by 7.6,
-#   and the mean beats the sum by 6.1.
+#   (3 seeds), for GAT by 15.3 <!-- ref: docs/results/essay.md > graph_choice; gat: tree - complete > difference --> and for GCN by 15.4 <!-- ref: docs/results/essay.md > graph_choice; gcn: tree - complete > difference --> (1 seed each). The complete graph beats a window
+#   of ±2 tokens by 4.0 <!-- ref: docs/results/essay.md > graph_choice; transformer: complete - window > difference --> points for the Transformer. For GAT the 0.7 <!-- ref: docs/results/essay.md > graph_choice; gat: complete - window > difference --> points between them are no
+#   measurable difference. Four heads beat one by 1.5 <!-- ref: docs/results/essay.md > heads; 1 - 4 heads > difference --> points; eight and four are level (+0.0 <!-- ref: docs/results/essay.md > heads; 8 - 4 heads > difference -->). On the
+#   complete graph attention beats a plain sum of the neighbours by 13.7 <!-- ref: docs/results/essay.md > aggregation; complete: attention - sum > difference --> points and a mean by 7.6 <!-- ref: docs/results/essay.md > aggregation; complete: attention - mean > difference -->,
+#   and the mean beats the sum by 6.1 <!-- ref: docs/results/essay.md > aggregation; complete: mean - sum > difference -->.
 # * **Small scale** (2k expressions, `make essay SMALL=1`, 31 minutes). The tree's advantage shrinks
-#   to 2.9 points for the Transformer and vanishes for GAT (−1.8, noise). The number of heads makes
-#   no measurable difference (1 vs 4: +0.5; 8 vs 4: +0.1). Attention beats max by 8.5 points on the
-#   tree and 5.2 on the complete graph. Tied layers help on the tree from 2 to 4 (+4.6); on the
+#   to 2.9 <!-- ref: docs/results/small/essay.md > graph_choice; transformer: tree - complete > difference --> points for the Transformer and vanishes for GAT (−1.8 <!-- ref: docs/results/small/essay.md > graph_choice; gat: tree - complete > difference -->, noise). The number of heads makes
+#   no measurable difference (1 vs 4: +0.5 <!-- ref: docs/results/small/essay.md > heads; 1 - 4 heads > difference -->; 8 vs 4: +0.1 <!-- ref: docs/results/small/essay.md > heads; 8 - 4 heads > difference -->). Attention beats max by 8.5 <!-- ref: docs/results/small/essay.md > aggregation; tree: attention - max > difference --> points on the
+#   tree and 5.2 <!-- ref: docs/results/small/essay.md > aggregation; complete: attention - max > difference --> on the complete graph. Tied layers help on the tree from 2 to 4 (+4.6 <!-- ref: docs/results/small/essay.md > graph_choice_depth; tree: 4 - 2 tied layers > difference -->); on the
 #   complete graph, 12 vs 8 layers is no measurable difference. At lr 1e-2, pre-LN beats post-LN by
-#   23.0 points without warmup, and warmup adds 9.6 to pre-LN; at lr 2e-3, pre vs post is no
-#   measurable difference (−0.7). On the complete graph sinusoidal positions beat the tree's
-#   Laplacian encoding by 3.1 points; on the tree they tie (0.0).
+#   23.0 <!-- ref: docs/results/small/essay.md > training_lr; pre-LN - post-LN, warmup 0.0 > difference --> points without warmup, and warmup adds 9.6 <!-- ref: docs/results/small/essay.md > training_lr; pre-LN: warmup 0.05 - none > difference --> to pre-LN; at lr 2e-3, pre vs post is no
+#   measurable difference (−0.7 <!-- ref: docs/results/small/essay.md > training; pre-LN - post-LN, warmup 0.0 > difference -->). On the complete graph sinusoidal positions beat the tree's
+#   Laplacian encoding by 3.1 <!-- ref: docs/results/small/essay.md > positional; complete: lap_pe - sinusoidal > difference --> points; on the tree they tie (0.0 <!-- ref: docs/results/small/essay.md > positional; tree: lap_pe - sinusoidal > difference -->).
 # * **Attention and syntax.** At full scale, the head chosen on validation finds the parent on test
 #   more often than the best fixed offset, by at least 1.5 points, in each of the three seeds (a file
 #   whose head was chosen on the split it reports would not be counted).
 
 # %%
-PARENT_MARGIN, HELD_OUT_SEEDS = 0.015, 3  # docs/essay.md, neural_syntax: validation-chosen heads, +1.9 to +4.8 points
+PARENT_MARGIN, HELD_OUT_SEEDS = 0.015, 3  # docs/essay.md, neural_syntax: validation-chosen heads, +2.0 to +4.8 points
+# one claim a line, its reference beside it:
+# fmt: off
 CLAIMS = [  # (suite, experiment, comparison, verdict, difference in points as the prose says it)
     ("full", "graph_choice", "transformer: tree - complete", "A higher", 9.1),  # ref: docs/results/essay.md > graph_choice; transformer: tree - complete > difference
-    ("full", "graph_choice", "gat: tree - complete", "A higher", 15.3),
-    ("full", "graph_choice", "gcn: tree - complete", "A higher", 15.4),
-    ("full", "graph_choice", "transformer: complete - window", "A higher", 4.0),
-    ("full", "graph_choice", "gat: complete - window", "no difference measurable here", 0.7),
-    ("full", "heads", "1 - 4 heads", "B higher", -1.5),
-    ("full", "heads", "8 - 4 heads", "no difference measurable here", 0.0),
-    ("full", "aggregation", "complete: attention - sum", "A higher", 13.7),
-    ("full", "aggregation", "complete: attention - mean", "A higher", 7.6),
-    ("full", "aggregation", "complete: mean - sum", "A higher", 6.1),
-    ("small", "graph_choice", "transformer: tree - complete", "A higher", 2.9),
-    ("small", "graph_choice", "gat: tree - complete", "no difference measurable here", -1.8),
-    ("small", "heads", "1 - 4 heads", "no difference measurable here", 0.5),
-    ("small", "heads", "8 - 4 heads", "no difference measurable here", 0.1),
-    ("small", "aggregation", "tree: attention - max", "A higher", 8.5),
-    ("small", "aggregation", "complete: attention - max", "A higher", 5.2),
-    ("small", "graph_choice_depth", "tree: 4 - 2 tied layers", "A higher", 4.6),
-    ("small", "graph_choice_depth", "complete: 12 - 8 tied layers", "no difference measurable here", 0.7),
-    ("small", "training_lr", "pre-LN - post-LN, warmup 0.0", "A higher", 23.0),
-    ("small", "training_lr", "pre-LN: warmup 0.05 - none", "A higher", 9.6),
-    ("small", "training", "pre-LN - post-LN, warmup 0.0", "no difference measurable here", -0.7),
-    ("small", "positional", "complete: lap_pe - sinusoidal", "B higher", -3.1),
-    ("small", "positional", "tree: lap_pe - sinusoidal", "no difference measurable here", 0.0),
+    ("full", "graph_choice", "gat: tree - complete", "A higher", 15.3),  # ref: docs/results/essay.md > graph_choice; gat: tree - complete > difference
+    ("full", "graph_choice", "gcn: tree - complete", "A higher", 15.4),  # ref: docs/results/essay.md > graph_choice; gcn: tree - complete > difference
+    ("full", "graph_choice", "transformer: complete - window", "A higher", 4.0),  # ref: docs/results/essay.md > graph_choice; transformer: complete - window > difference
+    ("full", "graph_choice", "gat: complete - window", "no difference measurable here", 0.7),  # ref: docs/results/essay.md > graph_choice; gat: complete - window > difference
+    ("full", "heads", "1 - 4 heads", "B higher", -1.5),  # ref: docs/results/essay.md > heads; 1 - 4 heads > difference
+    ("full", "heads", "8 - 4 heads", "no difference measurable here", 0.0),  # ref: docs/results/essay.md > heads; 8 - 4 heads > difference
+    ("full", "aggregation", "complete: attention - sum", "A higher", 13.7),  # ref: docs/results/essay.md > aggregation; complete: attention - sum > difference
+    ("full", "aggregation", "complete: attention - mean", "A higher", 7.6),  # ref: docs/results/essay.md > aggregation; complete: attention - mean > difference
+    ("full", "aggregation", "complete: mean - sum", "A higher", 6.1),  # ref: docs/results/essay.md > aggregation; complete: mean - sum > difference
+    ("small", "graph_choice", "transformer: tree - complete", "A higher", 2.9),  # ref: docs/results/small/essay.md > graph_choice; transformer: tree - complete > difference
+    ("small", "graph_choice", "gat: tree - complete", "no difference measurable here", -1.8),  # ref: docs/results/small/essay.md > graph_choice; gat: tree - complete > difference
+    ("small", "heads", "1 - 4 heads", "no difference measurable here", 0.5),  # ref: docs/results/small/essay.md > heads; 1 - 4 heads > difference
+    ("small", "heads", "8 - 4 heads", "no difference measurable here", 0.1),  # ref: docs/results/small/essay.md > heads; 8 - 4 heads > difference
+    ("small", "aggregation", "tree: attention - max", "A higher", 8.5),  # ref: docs/results/small/essay.md > aggregation; tree: attention - max > difference
+    ("small", "aggregation", "complete: attention - max", "A higher", 5.2),  # ref: docs/results/small/essay.md > aggregation; complete: attention - max > difference
+    ("small", "graph_choice_depth", "tree: 4 - 2 tied layers", "A higher", 4.6),  # ref: docs/results/small/essay.md > graph_choice_depth; tree: 4 - 2 tied layers > difference
+    ("small", "graph_choice_depth", "complete: 12 - 8 tied layers", "no difference measurable here", 0.7),  # ref: docs/results/small/essay.md > graph_choice_depth; complete: 12 - 8 tied layers > difference
+    ("small", "training_lr", "pre-LN - post-LN, warmup 0.0", "A higher", 23.0),  # ref: docs/results/small/essay.md > training_lr; pre-LN - post-LN, warmup 0.0 > difference
+    ("small", "training_lr", "pre-LN: warmup 0.05 - none", "A higher", 9.6),  # ref: docs/results/small/essay.md > training_lr; pre-LN: warmup 0.05 - none > difference
+    ("small", "training", "pre-LN - post-LN, warmup 0.0", "no difference measurable here", -0.7),  # ref: docs/results/small/essay.md > training; pre-LN - post-LN, warmup 0.0 > difference
+    ("small", "positional", "complete: lap_pe - sinusoidal", "B higher", -3.1),  # ref: docs/results/small/essay.md > positional; complete: lap_pe - sinusoidal > difference
+    ("small", "positional", "tree: lap_pe - sinusoidal", "no difference measurable here", 0.0),  # ref: docs/results/small/essay.md > positional; tree: lap_pe - sinusoidal > difference
 ]
+# fmt: on
 for suite, experiment, compared, verdict, points in CLAIMS:
     diff, noise, found, n_a, n_b = ANSWERS[(suite, experiment, compared)]
     assert found == verdict, (experiment, compared, found)

@@ -31,3 +31,124 @@ def test_a_reference_or_a_restated_table_takes_a_number_off_the_list(tmp_path, m
     assert check_docs.untied() == {} and check_docs.check_refs() == []
     page.write_text("<!-- restates: docs/results/t.md -->\n| model | acc |\n|---|---|\n| gat | 0.512 |\n")
     assert check_docs.untied() == {} and check_docs.check_restated() == []
+
+
+def test_a_reference_after_a_mean_and_std_ties_and_checks_both(tmp_path, monkeypatch):
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    (tmp_path / "tutorials").mkdir()
+    (tmp_path / "docs" / "results" / "t.md").write_text("| model | acc |\n|---|---|\n| gat | 0.512 ± 0.007 (n=3) |\n")
+    page = tmp_path / "README.md"
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    page.write_text("GAT reaches 0.512 ± 0.007 <!-- ref: docs/results/t.md > gat > acc -->, 3 seeds.\n")
+    assert check_docs.untied() == {} and check_docs.check_refs() == []
+    page.write_text("GAT reaches 51.2 ± 0.8% <!-- ref: docs/results/t.md > gat > acc -->.\n")
+    assert check_docs.check_refs() == ["README.md:1: says 0.8, docs/results/t.md:3 has 0.007"]
+    page.write_text("GAT reaches 0.512 (std 0.007 <!-- ref: docs/results/t.md > gat > acc@1 -->).\n")
+    assert check_docs.untied() == {"README.md": {"untied": ["0.512"]}} and check_docs.check_refs() == []
+
+
+def test_a_two_author_citation_is_published_a_possessive_s_is_not_seconds_a_version_no_result(tmp_path, monkeypatch):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "tutorials").mkdir()
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    (tmp_path / "README.md").write_text(
+        "A Tree-LSTM reaches 98.7% (Nangia & Bowman 2018).\nThe Transformer's 0.577 on SST's test split.\nIt took 3.5 s.\n"
+        "The machine ran at load average 2.3.\n"
+        "Measured with torch 2.2.1+cu121 and dgl 2.1.0.\n"
+    )
+    assert check_docs.untied() == {
+        "README.md": {"published": ["98.7"], "untied": ["0.577"], "hardware": ["3.5", "2.3"]}
+    }
+
+
+def test_in_a_tutorials_code_only_a_claims_line_counts_and_not_the_numbers_in_its_strings(tmp_path, monkeypatch):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "tutorials").mkdir()
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    (tmp_path / "README.md").write_text("No numbers.\n")
+    (tmp_path / "tutorials" / "01_x.py").write_text(
+        "# ---\n# jupyter:\n#   format_version: '1.3'\n# ---\n\n"
+        '# The tree wins by 9.1 points.\nprint(f"{acc:8.1f}", version="1.3", figsize=(6.5, 3))\n'
+        'CLAIMS = [("warmup 0.0", 2.9)]  # ref: docs/results/t.md > x > y\n'
+    )
+    assert check_docs.untied() == {"tutorials/01_x.py": {"untied": ["9.1"]}}  # 2.9: tied (the ref is not checked here)
+
+
+def test_a_reference_names_a_row_in_full_where_rows_differ_only_in_a_parenthesis(tmp_path, monkeypatch):
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    (tmp_path / "docs" / "results" / "t.md").write_text(
+        "| case | time |\n|---|---|\n| complete (sparse) | 2.14 |\n| complete (dense) | 1.69 |\n"
+    )
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    assert check_docs.resolve("docs/results/t.md > complete (dense) > time", "p")[0] == ["1.69"]
+    assert check_docs.resolve("docs/results/t.md > complete > time", "p")[0] == ["2.14"]  # the first, as before
+
+
+def test_a_thousands_separator_is_part_of_the_number():
+    assert check_docs.numbers("8,164 µs at n = 2,048; seeds 0, 1, 2; −1.5") == ["8164", "2048", "0", "1", "2", "-1.5"]
+
+
+def test_a_reference_to_a_difference_of_two_cells(tmp_path, monkeypatch):
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    (tmp_path / "tutorials").mkdir()
+    (tmp_path / "docs" / "results" / "t.md").write_text(
+        "| model | tree | complete |\n|---|---|---|\n| gat | 0.625 | 0.478 |\n"
+    )
+    page = tmp_path / "README.md"
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    ref = "<!-- ref: docs/results/t.md > gat > tree minus docs/results/t.md > gat > complete -->"
+    page.write_text(f"The tree wins by 14.7 {ref} points.\n")
+    assert check_docs.untied() == {} and check_docs.check_refs() == []
+    page.write_text(f"The tree wins by 14.8 {ref} points.\n")
+    assert check_docs.check_refs() == [
+        "README.md:1: says 14.8, docs/results/t.md:3 minus docs/results/t.md:3 has 0.147"
+    ]
+
+
+def test_a_table_rows_numbers_take_the_kind_of_their_own_cell_and_the_rows_label(tmp_path, monkeypatch):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "tutorials").mkdir()
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    (tmp_path / "README.md").write_text(
+        "| task | ours | Tai et al. | target |\n|---|---|---|---|\n| SST | 0.766 | 0.880 (Tai et al.) | ≥ 0.85 |\n"
+        "| LRA (Tay et al., 2021): Transformer | 0.364 | | |\n"
+    )
+    assert check_docs.untied() == {"README.md": {"untied": ["0.766", "0.85"], "published": ["0.880", "0.364"]}}
+
+
+def test_a_reference_to_a_config_value(tmp_path, monkeypatch):
+    (tmp_path / "conf" / "optim").mkdir(parents=True)
+    (tmp_path / "tutorials").mkdir()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "conf" / "optim" / "a.yaml").write_text("lr: 3.0e-5\nbetas: [0.9, 0.999]\n")
+    page = tmp_path / "README.md"
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    page.write_text(
+        "Betas (0.9 <!-- ref: conf/optim/a.yaml > betas > 0 -->, 0.999 <!-- ref: conf/optim/a.yaml > betas > 1 -->).\n"
+    )
+    assert check_docs.untied() == {} and check_docs.check_refs() == []
+    page.write_text("Beta 0.98 <!-- ref: conf/optim/a.yaml > betas > 1 -->.\n")
+    assert check_docs.check_refs() == ["README.md:1: says 0.98, conf/optim/a.yaml has 0.999"]
+
+
+def test_a_reference_to_a_ratio_of_two_cells(tmp_path, monkeypatch):
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    (tmp_path / "tutorials").mkdir()
+    (tmp_path / "docs" / "results" / "t.md").write_text(
+        "| case | n=128 | n=4096 |\n|---|---|---|\n| bpt | 228.15 | 398.25 |\n"
+    )
+    page = tmp_path / "README.md"
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    ref = "<!-- ref: docs/results/t.md > bpt > n=4096 over docs/results/t.md > bpt > n=128 -->"
+    page.write_text(f"Its time grows 1.75× {ref} from 128 to 4,096.\n")
+    assert check_docs.untied() == {} and check_docs.check_refs() == []
+    page.write_text(f"Its time grows 1.85× {ref}.\n")
+    problem = check_docs.check_refs()
+    assert len(problem) == 1 and problem[0].startswith(
+        "README.md:1: says 1.85, docs/results/t.md:3 over docs/results/t.md:3 has 1.745"
+    )
+    (tmp_path / "docs" / "results" / "u.md").write_text(
+        "| run | one pass over the batches (s) |\n|---|---|\n| 1 | 5.8 |\n"
+    )
+    page.write_text("A pass took 5.8 s <!-- ref: docs/results/u.md > 1 > one pass over the batches (s) -->.\n")
+    assert check_docs.check_refs() == []  # "over" inside a column's name is no ratio

@@ -130,6 +130,9 @@ def edit(path, old, new):
         # a restated table in the essay, and prose tied to a cell by a reference
         ("docs/essay.md", "| binary SST | **87.6 ± 0.5**", "| binary SST | **88.6 ± 0.5**", "restated cell"),
         ("docs/essay.md", "| 4 | 0.420 ± 0.016 |", "| 4 | 0.430 ± 0.016 |", "restated cell"),
+        # a real-sentences result restated in prose: a mean, and the std of a "mean ± std" tied by one reference
+        ("docs/real_sentences.md", "81.9% <!--", "82.9% <!--", "says 82.9"),
+        ("docs/real_sentences.md", "84.9 ± 1.7 <!--", "84.9 ± 2.7 <!--", "says 2.7, docs/results/trec.md:"),
         # one tutorial's asserted claim, in its prose and in the list of claims its code asserts
         ("tutorials/05_what_the_experiments_found.py", "9.1 points <!--", "9.2 points <!--", "says 9.2"),
         ("tutorials/05_what_the_experiments_found.py", '"A higher", 9.1),', '"A higher", 9.3),', "says 9.3"),
