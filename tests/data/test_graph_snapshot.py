@@ -25,6 +25,7 @@ from data.graphs import GraphConstruction
 from data.listops import make_example, tokenize
 from data.wordpiece import Pieces, piece_graph, word_edges
 from models.dense import to_dense
+from models.knn import rebuild, rebuild_dense
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "graph_snapshot.json"
 KINDS = ("complete", "tree", "dep", "binary_tree", "window", "bpt", "knn", "none")  # every kind at the snapshot
@@ -123,11 +124,11 @@ def knn_cases():
                 g = dgl.batch([con(list(range(3, 3 + n))) for n in lengths])
                 gen = torch.Generator().manual_seed(sum(lengths))
                 h = torch.randn(g.num_nodes(), 4, generator=gen)
-                sparse = con.rebuild(g, h)
+                sparse = rebuild(con, g, h)
                 dg = to_dense(g, "cpu", edge_types=True)
                 tokens = dg.pad(g.ndata["pos"] >= 0)
-                dense = con.rebuild_dense(dg, dg.pad(h), tokens, True)
-                plain = con.rebuild_dense(dg, dg.pad(h), tokens, False)
+                dense = rebuild_dense(con, dg, dg.pad(h), tokens, True)
+                plain = rebuild_dense(con, dg, dg.pad(h), tokens, False)
                 return digest(graph_digest(g), graph_digest(sparse), dense.adj, dense.etype, plain.adj, plain.etype)
 
             yield f"knn_rebuild/{settings}/{lengths}", make
