@@ -15,6 +15,8 @@ named as ``graph=`` names it, which defines its ``build`` and registers its :cla
                   rebuilt in the forward pass (``models/knn.py``).
   none.py         every token hears only itself: a bag of tokens, the baseline with no interaction.
 
+A new module of this package is imported (and so registered) after these without being listed.
+
 What they share, one module each (none of them imports this package or a construction module):
 
   edges.py         plain edge functions (``complete_edges``, ``tree_edges``, ``knn_edges``...) and the edge types.
@@ -40,6 +42,9 @@ recursive models (``models/recursive.py``).
 ``dep.py`` when this package imports it -> ``GraphConstruction(name="dep")(tok_ids, heads)``
 (``construction.py``) -> ``dep.build`` -> ``tree_utils.heads_over`` and ``tree_built`` -> ``edges.tree_edges``.
 """
+
+import importlib
+import pkgutil
 
 from data.graphs.construction import GraphConstruction
 from data.graphs.edges import (
@@ -71,7 +76,11 @@ from data.graphs import complete, tree, dep, binary_tree, window, bpt, knn, none
 # isort: on
 from data.graphs.bpt import bpt_edges, bpt_spans
 
-GRAPHS = tuple(GRAPH_KINDS)  # the built-in constructions, in the order the docs list them
+# Any other module of this package (a graph added since) registers itself after them: no list to extend.
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
+
+GRAPHS = tuple(GRAPH_KINDS)  # the constructions of this package, in the order the docs list them
 
 __all__ = [
     "CLS_EDGE",
