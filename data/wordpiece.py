@@ -215,7 +215,7 @@ def word_edges(
     kind = graph_kind(graph)  # an unknown name: one line naming the valid ones
     if kind.word_graph is None:
         raise ValueError(f"graph={graph} is not built on word pieces; valid graphs here: {', '.join(piece_graphs())}")
-    return kind.word_graph(n_words, heads, parent if kind.gold_tree else None, window, bpt_k)
+    return kind.word_graph(n_words, heads, parent, window, bpt_k)  # a kind that reads no gold tree ignores parent
 
 
 def piece_graph(

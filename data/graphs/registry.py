@@ -51,7 +51,8 @@ class GraphKind:
     dense_complete: bool = False  # with self loops, every node hears every node: the dense path needs no mask
     check: Callable[..., None] | None = None  # check(construction): raises for a setting it refuses
     # the word-level graph data/wordpiece.py lifts to word pieces (a pretrained model's own tokens):
-    # (n_words, heads, parent, window, k) -> (src, dst, extra nodes, their word spans); None: not on pieces
+    # (n_words, heads, parent, window, k) -> (src, dst, extra nodes, their word spans), ``parent`` the gold tree
+    # or None (a kind that reads no gold tree ignores it); None: not built on pieces
     word_graph: Callable | None = None
 
 
