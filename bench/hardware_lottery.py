@@ -60,6 +60,7 @@ from data.graphs import GRAPH_KINDS, GraphConstruction  # noqa: E402
 from models import MODEL_FAMILIES  # noqa: E402
 from models.dense import to_dense  # noqa: E402
 from models.encoder import Block, GraphEncoder  # noqa: E402
+from models.knn import rebuild, rebuild_dense  # noqa: E402
 from models.torch_mp import mp_attention  # noqa: E402
 
 IMPLS = ("sparse", "dense", "auto")
@@ -197,12 +198,12 @@ def layer_step(model: GraphEncoder, g: dgl.DGLGraph, impl: str, x: torch.Tensor)
     def step():
         h = x.detach().requires_grad_()
         if chosen == "sparse":  # as GraphEncoder.node_states runs one layer
-            out = block(model.construction.rebuild(g, h) if model.dynamic else g, h)
+            out = block(rebuild(model.construction, g, h) if model.dynamic else g, h)
         else:  # as GraphEncoder.dense_states runs one layer, padding included
             dg, tokens = model.dense_graph(g)
             hp = dg.pad(h)
             out = dg.unpad(
-                block(model.construction.rebuild_dense(dg, hp, tokens, model.edge_types) if model.dynamic else dg, hp)
+                block(rebuild_dense(model.construction, dg, hp, tokens, model.edge_types) if model.dynamic else dg, hp)
             )
         out.square().mean().backward()
 

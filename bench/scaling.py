@@ -17,7 +17,7 @@ records its peak memory:
   transformer/window (sparse)     each token hears the tokens at most ``--window`` (2) positions away
   transformer/tree (sparse)       the tree, both ways along every edge
   transformer/bpt (sparse)        BP-Transformer's binary-partition graph (k = ``--k``, 4): n - 1 span
-                                  nodes, O(k n log n) edges (data/graphs.py: bpt_edges)
+                                  nodes, O(k n log n) edges (data/graphs/bpt.py: bpt_edges)
   treelstm/tree (recursive)       the Child-Sum Tree-LSTM, level by level (models/recursive.py)
 
 The models are the repository's defaults, read from conf/encoder/default.yaml + conf/model/transformer.yaml

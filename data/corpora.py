@@ -8,7 +8,7 @@
   sst2    GLUE SST-2: ``sentence<TAB>label`` with a header.
 
 ``read_sst`` keeps the gold constituency tree in the form the tree constructions use
-(``data/graphs.py``): the n tokens are nodes 0..n-1 and every inner (phrase) node is appended after
+(``data/graphs/``): the n tokens are nodes 0..n-1 and every inner (phrase) node is appended after
 them, children before parents; ``parent[i]`` is -1 at the root, ``slot[i]`` 0 for a left child and 1
 for a right child, ``labels[i]`` the sentiment of node i's span. A malformed line raises
 :class:`CorpusError` naming the file, line and column.

@@ -2,9 +2,10 @@
 
 A pretrained BERT-style model (``models/minilm.py``) reads WordPiece tokens, not words: "unbelievably"
 is ``un ##bel ##ie ##va ##bly``, and every sentence is framed as ``[CLS] pieces... [SEP]``. The
-graphs of ``data/graphs.py`` are built over *words* (a dependency parse, a window of words, the
+graphs of ``data/graphs/`` are built over *words* (a dependency parse, a window of words, the
 binary partition of BP-Transformer). This module turns a sentence given as words into pieces, each
-with the index of the word it came from, and lifts a word-level edge list to the pieces by one rule:
+with the index of the word it came from, and lifts a word-level edge list to the pieces by one rule
+(``data.graphs.lift.lift_edges``; each construction's word-level graph is its ``GraphKind.word_graph``):
 
   1. **the pieces of one word are linked to each other** (every ordered pair, each piece to itself
      included), so a word is never cut apart by the graph;
@@ -54,6 +55,9 @@ from pathlib import Path
 import dgl
 import torch
 
+from data.graphs import GRAPH_KINDS, graph_kind
+from data.graphs.lift import lift_edges, phrase_spans
+
 log = logging.getLogger(__name__)
 
 MAX_PIECES = 256  # all-MiniLM-L6-v2's max_seq_length (sentence_bert_config.json), [CLS] and [SEP] included
@@ -67,15 +71,11 @@ FAR, UNCONNECTED, SPECIAL = 4, 5, 6  # 4 or more; no path in the tree; an end th
 def distance_trees() -> tuple[str, ...]:
     """The trees ``PieceConstruction.distances`` can measure: the registered tree kinds that lift to pieces
     (``dep``: the dependency parse; ``tree``: the gold tree where the dataset has one)."""
-    from data.graphs import GRAPH_KINDS
-
     return tuple(k.name for k in GRAPH_KINDS.values() if k.is_tree and k.word_graph is not None)
 
 
 def dependency_tree() -> str:
     """The tree kind built from the dependency parse alone (no gold tree): ``dep``."""
-    from data.graphs import graph_kind
-
     return next(name for name in distance_trees() if not graph_kind(name).gold_tree)
 
 
@@ -127,70 +127,6 @@ class WordPiece:
 
     def tokens(self, pieces: Pieces) -> list[str]:
         return [self.tokenizer.id_to_token(i) for i in pieces.ids]
-
-
-def lift_edges(
-    word: Sequence[int], src: torch.Tensor, dst: torch.Tensor, n_words: int, n_extra: int = 0
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Word-level edges -> piece-level edges, by the module's rule.
-
-    ``word[p]``: the word of node p of the piece graph (-1 at [CLS] and [SEP]; length P). Word-level
-    nodes are ``0..n_words-1`` (words) then ``n_words..n_words+n_extra-1`` (extra nodes such as bpt's
-    spans), which become piece-graph nodes ``P..P+n_extra-1``. Returns ``(src, dst)`` sorted by
-    (dst, src), each edge once.
-    """
-    word = torch.as_tensor(list(word), dtype=torch.long)
-    p, w = len(word), n_words + n_extra
-    # member[x, u] = 1: piece-graph node x stands for word-level node u (pieces of word u, or extra node u)
-    member = torch.zeros(p + n_extra, w)
-    is_piece = word >= 0
-    member[torch.arange(p)[is_piece], word[is_piece]] = 1.0
-    member[torch.arange(p, p + n_extra), torch.arange(n_words, w)] = 1.0
-    word_adj = torch.zeros(w, w)
-    word_adj[src.long(), dst.long()] = 1.0  # word_adj[u, v] = 1: u -> v
-    same_word = member @ member.T  # rule 1 (and every extra node to itself)
-    inherited = member @ word_adj @ member.T  # rule 2: piece of u -> piece of v for every u -> v
-    adj = (same_word + inherited) > 0
-    special = torch.cat([~is_piece, torch.zeros(n_extra, dtype=torch.bool)])
-    adj[special, :] = True  # rule 3: [CLS] and [SEP] send to every node ...
-    adj[:, special] = True  # ... and receive from every node
-    dst_idx, src_idx = adj.T.nonzero(as_tuple=True)  # ordered by dst, then src
-    return src_idx, dst_idx
-
-
-def phrase_spans(parent: Sequence[int], n_words: int) -> list[tuple[int, int]]:
-    """The word span ``[lo, hi)`` of each phrase node ``n_words..len(parent)-1`` of a constituency tree."""
-    n_phrases = len(parent) - n_words
-    lo, hi = [n_words] * n_phrases, [-1] * n_phrases
-    for node in range(
-        len(parent)
-    ):  # children come before parents, so a phrase's span is final before its parent reads it
-        p = parent[node]
-        if p < 0:
-            continue
-        if not n_words <= p < len(parent) or p <= node:
-            raise ValueError(f"parent[{node}] = {p}: a node's parent must be a later phrase node (>= {n_words})")
-        a, b = (node, node + 1) if node < n_words else (lo[node - n_words], hi[node - n_words])
-        lo[p - n_words], hi[p - n_words] = min(lo[p - n_words], a), max(hi[p - n_words], b)
-    if any(h < 0 for h in hi):
-        raise ValueError("a phrase node with no children in parent: not a constituency tree")
-    return list(zip(lo, hi))
-
-
-def constituency_edges(
-    parent: Sequence[int], n_words: int
-) -> tuple[torch.Tensor, torch.Tensor, int, list[tuple[int, int]]]:
-    """Gold constituency tree over words (nodes 0..n-1) and phrases (n..): each node linked both ways to
-    its parent, self loops on the words (lift_edges gives the phrases theirs); with the phrase spans."""
-    if len(parent) < n_words:
-        raise ValueError(f"graph=tree: parent has {len(parent)} nodes, fewer than the {n_words} words")
-    spans = phrase_spans(parent, n_words)
-    child = [i for i, p in enumerate(parent) if p >= 0]
-    par = [parent[i] for i in child]
-    loops = list(range(n_words))
-    src = torch.tensor(child + par + loops, dtype=torch.long)
-    dst = torch.tensor(par + child + loops, dtype=torch.long)
-    return src, dst, len(parent) - n_words, spans
 
 
 def truncate_tree(parent: Sequence[int], n_words: int, kept: int) -> list[int]:
@@ -261,8 +197,6 @@ def distance_buckets(
 
 def piece_graphs() -> tuple[str, ...]:
     """The registered graph constructions that have a word-level graph to lift (``GraphKind.word_graph``)."""
-    from data.graphs import GRAPH_KINDS
-
     return tuple(k.name for k in GRAPH_KINDS.values() if k.word_graph is not None)
 
 
@@ -278,12 +212,10 @@ def word_edges(
     extra nodes' word spans)``, as its registry entry (``data.graphs.GraphKind.word_graph``) makes it.
     ``dep`` needs ``heads`` (-1 at a root); a gold-tree kind (``tree``) takes the gold constituency
     ``parent`` (phrases become extra nodes) or, without it, ``heads``."""
-    from data.graphs import graph_kind
-
     kind = graph_kind(graph)  # an unknown name: one line naming the valid ones
     if kind.word_graph is None:
         raise ValueError(f"graph={graph} is not built on word pieces; valid graphs here: {', '.join(piece_graphs())}")
-    return kind.word_graph(n_words, heads, parent if kind.gold_tree else None, window, bpt_k)
+    return kind.word_graph(n_words, heads, parent, window, bpt_k)  # a kind that reads no gold tree ignores parent
 
 
 def piece_graph(
@@ -357,8 +289,6 @@ class PieceConstruction:
 
     @property
     def kind(self):
-        from data.graphs import graph_kind
-
         return graph_kind(self.name)
 
     @property
@@ -377,8 +307,6 @@ class PieceConstruction:
 
     def buckets(self, pieces: Pieces, g: dgl.DGLGraph, heads, gold) -> torch.Tensor:
         """(E,) the distance bucket of every edge of ``g`` in the tree ``distances`` names."""
-        from data.graphs import graph_kind
-
         reads_gold = graph_kind(self.distances).gold_tree  # tree: the gold tree where there is one
         parent = gold[0] if gold is not None and reads_gold else None
         if reads_gold and parent is None and not self._fallback_logged:

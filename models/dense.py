@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import dgl
 import torch
 
-from data.graphs import knn_adjacency, positional_edge_types  # noqa: F401  (re-exported: the dense kNN lives with its construction)
+from data.graphs.edges import positional_edge_types
 
 
 @dataclass
@@ -28,7 +28,7 @@ class DenseGraph:
     valid: torch.Tensor  # (B, n) bool: a real node, not padding
     index: torch.Tensor  # (N,) long: where each node of the flat batch sits in the flattened (B * n)
     adj: torch.Tensor | None  # (B, n, n) bool, adj[b, i, j]: j -> i
-    etype: torch.Tensor | None = None  # (B, n, n) long: the type of edge j -> i (data.graphs), when asked for
+    etype: torch.Tensor | None = None  # (B, n, n) long: the type of edge j -> i (data.graphs.edges), when asked for
 
     @property
     def shape(self) -> tuple[int, int]:

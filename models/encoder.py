@@ -31,6 +31,7 @@ from engine.placement import IMPLS, choose_impl
 from models.aggregators import AGGREGATORS, DEFAULT_AGGREGATOR
 from models.dense import DenseGraph, to_dense
 from models.embeddings import EmbeddingOptions, len_of, make_embedding
+from models.knn import rebuild, rebuild_dense
 from models.registry import ModelFamily, build_model, register_family, typed_fields  # noqa: F401  (build_model: re-exported)
 
 READOUTS = ("mean", "root", "cls")
@@ -219,7 +220,7 @@ class GraphEncoder(nn.Module):
         """Final node features (N, d), by message passing on ``g``."""
         h = self.embed_nodes(g)
         for block in self.layers():
-            layer_graph = self.construction.rebuild(g, h) if self.dynamic else g
+            layer_graph = rebuild(self.construction, g, h) if self.dynamic else g
             h = block(layer_graph, h)
         return self.final_norm(h)
 
@@ -235,7 +236,7 @@ class GraphEncoder(nn.Module):
         dg, tokens = self.dense_graph(g)
         x = dg.pad(self.embed_nodes(g))  # (B, n, d)
         for block in self.layers():
-            x = block(self.construction.rebuild_dense(dg, x, tokens, self.edge_types) if self.dynamic else dg, x)
+            x = block(rebuild_dense(self.construction, dg, x, tokens, self.edge_types) if self.dynamic else dg, x)
         return self.final_norm(x), dg, tokens
 
     def forward(self, g: dgl.DGLGraph, nodes: bool = False):

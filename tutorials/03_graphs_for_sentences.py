@@ -41,6 +41,7 @@ from data.graphs import GRAPHS, GraphConstruction, laplacian_pe, random_walk_pe
 from data.listops import generate, parse
 from data.vocab import Vocab
 from models.encoder import sinusoidal_encoding
+from models.knn import rebuild
 
 torch.manual_seed(0)
 print("graph constructions:", ", ".join(GRAPHS), "| figures go to", OUT.relative_to(ROOT))
@@ -84,7 +85,7 @@ for name, (tokens, heads) in SENTENCES.items():
 # (`self_loops=True`), so a node keeps its own state; `none` has nothing but them.
 #
 # `knn` is the odd one out: its edges depend on the model's features at each layer, so the graph built
-# from the data has none, and the model calls `construction.rebuild(g, h)` in its forward pass. Here
+# from the data has none, and the model calls `models.knn.rebuild(construction, g, h)` in its forward pass. Here
 # random features stand in for a layer's `h`.
 #
 # The density $|E| / n^2$ is the share of all token pairs that are edges: 1 for the complete graph,
@@ -96,7 +97,7 @@ def build_graph(name: str, tokens: list[str], heads: list[int]):
     construction = GraphConstruction(name=name, window=2, k=3)
     g = construction(vocab.encode(tokens), heads)
     if construction.dynamic:  # knn: edges from (here random) node features, as the model does per layer
-        g = construction.rebuild(g, torch.randn(g.num_nodes(), 16))
+        g = rebuild(construction, g, torch.randn(g.num_nodes(), 16))
     return g
 
 

@@ -299,7 +299,7 @@ print(f"(test set: {test_size} sentences, so one sentence moves the accuracy by 
 # * Rerun any experiment above; each takes minutes to tens of minutes on a CPU
 #   (`trainer.progress=true` shows progress bars).
 # * Try a graph or aggregator of your own: a construction is a function returning `(src, dst)` in
-#   `data/graphs.py`, an aggregator a module with `forward(g, h)` and `forward_dense(h, dg)` in
+#   `data/graphs/`, an aggregator a module with `forward(g, h)` and `forward_dense(h, dg)` in
 #   `models/aggregators/`; `tests/models/test_dense.py` tells you whether the two agree.
 # * Read the essay again with the code at hand: every equation in it is a line you can now point to.
 

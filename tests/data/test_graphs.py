@@ -1,4 +1,4 @@
-"""data/graphs.py (who talks to whom) and data/vocab.py.
+"""data/graphs/ (who talks to whom), the kNN rebuild of models/knn.py, and data/vocab.py.
 
 Edges are compared as Python sets of ``(src, dst)`` pairs; ``src -> dst`` means dst receives
 a message from src. Expected edge sets are written out from the definitions.
@@ -20,6 +20,7 @@ from data.graphs import (
     window_edges,
 )
 from data.vocab import CLS, PAD, PHRASE, SPECIALS, UNK, Vocab
+from models.knn import rebuild
 
 # heads of [MAX 2 [MIN 4 7 ] 0 ]  (0 [MAX, 1 2, 2 [MIN, 3 4, 4 7, 5 ], 6 0, 7 ])
 HEADS = [-1, 0, 0, 2, 2, 2, 0, 0]
@@ -301,7 +302,7 @@ def test_knn_rebuild_without_cls():
     assert g.num_edges() == 0  # knn graphs start with no edges
     torch.manual_seed(1)
     h = torch.randn(g.num_nodes(), 5)
-    g2 = con.rebuild(g, h)
+    g2 = rebuild(con, g, h)
     assert g2.num_nodes() == g.num_nodes() == 9
     src, dst = g2.edges()
     sentence = torch.tensor([0] * 6 + [1] * 3)
@@ -327,7 +328,7 @@ def test_knn_rebuild_with_cls():
     # put each <cls> right on top of a token: a kNN over all nodes would pick it
     h[6] = h[0]
     h[10] = h[7]
-    g2 = con.rebuild(g, h)
+    g2 = rebuild(con, g, h)
     assert g2.num_nodes() == 11
     edges = pairs(g2.edges())
     assert cls_part <= edges  # the <cls> edges are kept
@@ -427,14 +428,15 @@ def test_registry_facts_match_the_graphs_built(name):
         assert (g.num_nodes() > n) == (kind.adds_nodes and n > 1)
         if kind.dynamic:  # edges come from the model's features: count those
             h = torch.randn(n, 8)
-            g = con.rebuild(dgl.batch([g]), h)
+            g = rebuild(con, dgl.batch([g]), h)
         if kind.edge_count is not None:  # the memory plan's estimate: exact for complete and knn, within 20%
             # otherwise (binary_tree's 5n undercounts its 6n - 5 edges, as the plan always has)
             assert g.num_edges() <= 1.2 * con.edge_count(n), (name, n)
             assert g.num_edges() == con.edge_count(n) or name not in ("complete", "knn") or n <= con.k + 1
         else:
             assert con.edge_count(n) == con(list(range(n)), [-1] + [0] * (n - 1)).num_edges()
-    assert kind.dynamic == (kind.rebuild is not None) == (kind.rebuild_dense is not None)
+    # a dynamic kind's graphs hold no edges of their own: the model makes them (models/knn.py)
+    assert kind.dynamic == (con(list(range(4, 9)), [-1, 0, 0, 1, 1]).num_edges() == 0)
 
 
 def test_one_place_refuses_an_unknown_graph():

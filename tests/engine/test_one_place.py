@@ -2,29 +2,32 @@
 
 * every config file composes;
 * every name of conf/graph, conf/model and conf/dataset is a string literal in at most one core module
-  (its registry), so nothing else branches on it;
+  (the module that registers it: a graph's is ``data/graphs/<name>.py``), so nothing else branches on it;
 * lists of names outside the core (tools/results_table.py, conf/config.yaml's comment) match the registries,
   and tools/, studies/ and bench/ write no list of them: a module-level list or a ``choices=``/``default=``
   of two or more names of one group is read from the registries, so a new graph, model or dataset is
   accepted there without an edit (a study's own design, the cells it compares, is named in DESIGNS);
-* a toy graph added by exactly the two-file path (its code, registered; its YAML) trains with debug=tiny.
+* a toy graph added by exactly the two-file path (one module that registers itself on import, as a new module
+  of data/graphs/ does; its YAML in conf/graph/) trains with debug=tiny.
 """
 
 import ast
 import dataclasses
 import functools
+import importlib
 import json
 import re
+import sys
 
 import pytest
 import yaml
 
 from data.datasets import dataset_names
-from data.graphs import GRAPH_KINDS, Built, GraphConstruction, GraphKind, register_graph
+from data.graphs import GRAPH_KINDS, GraphConstruction
 from models import model_names
 from tests.conftest import CONF, ROOT, compose_config
 
-CORE = sorted([*ROOT.glob("data/*.py"), *ROOT.glob("models/**/*.py"), *ROOT.glob("engine/*.py")]) + [
+CORE = sorted([*ROOT.glob("data/**/*.py"), *ROOT.glob("models/**/*.py"), *ROOT.glob("engine/*.py")]) + [
     ROOT / "train.py",
     ROOT / "evaluate.py",
 ]
@@ -85,7 +88,7 @@ def test_each_name_is_a_literal_in_its_registry_only():
     found = literal_modules()
     spread = {n: sorted(m) for n, m in found.items() if len(m) > 1 and n not in EXEMPT}
     assert not spread, f"names written in more than one core module (only their registry may): {spread}"
-    assert "data/graphs.py" in found["bpt"] and found["treelstm"] == {"models/recursive.py"}  # the check reads
+    assert found["bpt"] == {"data/graphs/bpt.py"} and found["treelstm"] == {"models/recursive.py"}  # the check reads
 
 
 def test_name_lists_outside_the_core_name_only_registered_things():
@@ -199,27 +202,17 @@ def test_a_new_graph_is_accepted_outside_the_registries(star_graph):
         GRAPH_KINDS["star"] = star
 
 
-def _star(construction: GraphConstruction, n: int, heads, tree) -> Built:
-    """Every token hears the first, and the first hears every token (plus self loops)."""
-    import torch
-
-    others = torch.arange(1, n)
-    src = torch.cat([torch.zeros(n - 1, dtype=torch.long), others])
-    dst = torch.cat([others, torch.zeros(n - 1, dtype=torch.long)])
-    if construction.self_loops:
-        src, dst = torch.cat([src, torch.arange(n)]), torch.cat([dst, torch.arange(n)])
-    return Built(src, dst)
-
-
 @pytest.fixture
 def star_graph(tmp_path):
-    """The two files of a new graph: its code (here registered from the test) and conf/graph/star.yaml
-    (here in a folder Hydra searches too)."""
-    register_graph(GraphKind("star", _star, "every token linked to the first"))
+    """The two files of a new graph: its module (tests/helpers/star_graph.py, which registers itself when
+    imported, as data/graphs/__init__.py imports a module of data/graphs/) and conf/graph/star.yaml (here in a
+    folder Hydra searches too)."""
+    assert "star" not in GRAPH_KINDS
+    importlib.import_module("tests.helpers.star_graph")
     (tmp_path / "conf" / "graph").mkdir(parents=True)
     (tmp_path / "conf" / "graph" / "star.yaml").write_text("name: star\nself_loops: true\n")
     yield tmp_path / "conf"
-    del GRAPH_KINDS["star"]
+    del GRAPH_KINDS["star"], sys.modules["tests.helpers.star_graph"]
 
 
 def test_a_toy_graph_added_through_two_files_trains(star_graph, tmp_path, tiny_overrides):
@@ -235,6 +228,20 @@ def test_a_toy_graph_added_through_two_files_trains(star_graph, tmp_path, tiny_o
     assert results["graph"] == "star" and 0.0 <= results["test_acc"] <= 1.0
     saved = json.loads((tmp_path / "run" / "results.json").read_text())
     assert saved["graph"] == "star" and saved["num_examples"]["train"] == 256
+
+
+def test_a_new_module_of_data_graphs_registers_without_being_listed(tmp_path):
+    """The first of the two files, where it goes: a copy of data/ with data/graphs/star.py added (the toy graph's
+    module, unchanged) knows graph=star once data.graphs is imported, after the built-in graphs."""
+    import shutil
+    import subprocess
+
+    shutil.copytree(ROOT / "data", tmp_path / "data", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "tests" / "helpers" / "star_graph.py", tmp_path / "data" / "graphs" / "star.py")
+    code = "from data.graphs import GRAPHS, GraphConstruction; print(*GRAPHS); print(GraphConstruction('star').name)"
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split("\n")[:2] == [" ".join([*GRAPH_KINDS, "star"]), "star"]
 
 
 def _first_token_splits(cfg, progress=True):

@@ -16,7 +16,8 @@ from data.graphs import GRAPH_KINDS, GraphConstruction, knn_edges
 from engine.distributed import graph_device
 from evaluate import evaluate
 from models.aggregators import AGGREGATORS
-from models.dense import knn_adjacency, to_dense
+from models.dense import to_dense
+from models.knn import knn_adjacency
 from models.encoder import GraphEncoder
 from tests.conftest import compose_config
 from train import run

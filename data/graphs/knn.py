@@ -1,0 +1,37 @@
+"""``graph=knn``: every token receives from its ``k`` nearest tokens in the model's current embedding space.
+
+A graph the model learns: the graph built here holds only the nodes (and the ``<cls>`` edges); its edges are
+rebuilt from the model's features at every layer, in the forward pass, by ``models/knn.py``
+(``dgl.segmented_knn_graph`` through :func:`data.graphs.edges.knn_edges`; no gradient through the choice of
+edges). ``conf/graph/knn.yaml`` sets ``k``. Not built on word pieces.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from data.graphs.registry import Built, GraphKind, register_graph
+
+
+def build(c, n: int, heads, tree) -> Built:
+    return Built(torch.empty(0, dtype=torch.long), torch.empty(0, dtype=torch.long))  # edges come later
+
+
+def check(c) -> None:
+    if c.pe is not None and c.pe_graph == "graph":
+        raise ValueError(
+            f"model.pe_graph=graph cannot use graph={c.name} (knn's edges change every layer): "
+            "use model.pe_graph=tree or chain"
+        )
+
+
+KIND = register_graph(
+    GraphKind(
+        "knn",
+        build,
+        "every token receives from its k nearest tokens in the model's current features, rebuilt per layer",
+        dynamic=True,
+        edge_count=lambda c, n: (c.k + 1) * n,  # k neighbours and a self loop per token
+        check=check,
+    )
+)
