@@ -1,7 +1,7 @@
 """Messages that know where they come from: per-type weights for the attention-free aggregators.
 
 With ``edge_types=T`` (``model.edge_types=true``) every edge carries a type in ``edata['etype']``
-(``data/graphs.py``: self, from a child, from the head, from the left, from the right, ``<cls>``);
+(``data/graphs/edges.py``: self, from a child, from the head, from the left, from the right, ``<cls>``);
 the dense twin has it as ``DenseGraph.etype`` (B, n, n). Each aggregator reads it in the way that fits it:
 
   GCN, sum, mean, max   one channel per type, then one weight per type (R-GCN, Schlichtkrull et
