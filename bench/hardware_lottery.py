@@ -85,8 +85,14 @@ def default_attention_graphs() -> list[str]:
     return [
         name
         for name, kind in GRAPH_KINDS.items()
-        if not (kind.text_only or kind.binary or kind.dynamic) and kind.no_pe_graph is None
+        if not (kind.text_only or kind.binary or kind.dynamic) and links_tokens(name)
     ]
+
+
+def links_tokens(graph: str) -> bool:
+    """Does ``graph`` put an edge between two different tokens of a 4-token sentence (none's self loops do not)?"""
+    src, dst = GraphConstruction(name=graph)([3] * 4, [-1, 0, 1, 2]).edges()
+    return bool((src != dst).any())
 
 
 def random_heads(n: int, gen: torch.Generator) -> list[int]:
