@@ -23,10 +23,9 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from data.datasets import dataset_entry
 from data.pipeline import GraphDataset, load_splits, make_loader
 from engine.checkpoint import load_checkpoint, load_model
-from engine.config import exit_on_user_error
+from engine.config import exit_on_user_error, parse_parts
 from engine.evaluation import format_table, plot_confusion, predict, summarize
 from engine.io import write_json
 from engine.placement import IMPLS, Placement
@@ -56,7 +55,7 @@ def evaluate(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
                 f"dataset={data_cfg['name']} has {data_cfg['num_classes']} classes and the checkpoint "
                 f"{ckpt['num_classes']} ({config['dataset']['name']}); pick a dataset with the same labels"
             )
-    entry = dataset_entry(data_cfg["name"])
+    entry = parse_parts({"dataset": data_cfg}).dataset
     if cfg.data_file:  # a file in the dataset's own format (ListOps: a TSV; text: CSV/TSV/JSON of sentences)
         ds, source = entry.read_file(cfg.data_file, data_cfg, cfg.max_length), str(cfg.data_file)
     else:

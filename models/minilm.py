@@ -170,6 +170,8 @@ class MiniLMEncoder(nn.Module):
     does so for embeddings and not under a classifier head.
     """
 
+    impl: str  # sparse | dense | auto (models.registry.Model: evaluate.py's impl= sets it)
+
     def __init__(
         self,
         config: Mapping,
