@@ -115,12 +115,34 @@ def test_the_run_config_is_typed_and_carries_every_stage_s_settings():
     from engine.config import OptimConfig, RunConfig, TrainerConfig, check_config
     from models import EncoderConfig
 
-    run_cfg = check_config(compose_config(["debug=tiny", "graph=tree", "optim=adagrad"]))
+    overrides = ["debug=tiny", "graph=tree", "optim=adagrad", "trainer.progress=false", "trainer.log_every=7", "seed=3"]
+    run_cfg = check_config(compose_config([*overrides, "trainer.eval_batch_size=100"]))
     assert isinstance(run_cfg, RunConfig)
     assert isinstance(run_cfg.dataset, DatasetEntry) and run_cfg.dataset.name == "listops"
     assert isinstance(run_cfg.graph, GraphKind) and run_cfg.graph.name == "tree" and run_cfg.graph.is_tree
     assert isinstance(run_cfg.model, EncoderConfig) and run_cfg.model.hidden_dim == 32
-    assert run_cfg.trainer == TrainerConfig(2, 32, 256, "fp32", True, True, 20, False, None)
+    assert run_cfg.trainer == TrainerConfig(2, 32, 100, "fp32", False, True, 7, False, None)
+    assert (run_cfg.seed, run_cfg.device) == (3, "auto")
     assert run_cfg.optim == OptimConfig("adagrad", 0.05, 1e-4, "cosine", 0.0, 1.0, None, None)
     assert check_config(compose_config([])).optim.betas == (0.9, 0.98)
     assert run_cfg.epoch_settings(False).max_epochs == 2 and run_cfg.resolved["graph"]["name"] == "tree"
+
+
+def test_the_graph_kind_is_looked_up_once_and_passed_down(monkeypatch):
+    """check_config looks the graph's name up; build_data hands that GraphKind down to the construction, which
+    does not look the name up again (data.pipeline.make_construction's own lookup is for callers without one)."""
+    import torch
+
+    import data.pipeline
+    from engine.config import check_config
+    from engine.distributed import SINGLE
+    from train import build_data
+
+    run_cfg = check_config(compose_config(["debug=tiny", "graph=window", "trainer.progress=false"]))
+
+    def no_second_lookup(name):
+        raise AssertionError(f"graph {name!r} looked up again")
+
+    monkeypatch.setattr(data.pipeline, "graph_kind", no_second_lookup)
+    data = build_data(run_cfg, (torch.device("cpu"),) * 2, SINGLE)
+    assert data.construction.kind is run_cfg.graph and data.construction.window == 2
