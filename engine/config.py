@@ -138,6 +138,29 @@ class RunConfig:
 def check_config(cfg: DictConfig) -> RunConfig:
     """The run's :class:`RunConfig`; fails before any work on a value no code path accepts, each message
     listing the valid ones."""
+    check_choices(cfg)
+    parts = parse_parts(cfg)
+    for key in ("trainer.max_epochs", "trainer.batch_size", "trainer.eval_batch_size"):
+        value = OmegaConf.select(cfg, key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{key} must be an integer >= 1, got {value!r}")
+    check_across(cfg, parts)
+    return RunConfig(
+        dataset=parts.dataset,
+        graph=parts.graph,
+        model=parts.model,
+        trainer=TrainerConfig.from_mapping(cfg.trainer),
+        optim=OptimConfig.from_mapping(cfg.optim),
+        device=str(cfg.device),
+        seed=int(cfg.seed),
+        dataset_cfg=cfg.dataset,
+        graph_cfg=cfg.graph,
+        resolved=OmegaConf.to_container(cfg, resolve=True),
+    )
+
+
+def check_choices(cfg: DictConfig) -> None:
+    """The top-level values with a fixed set of choices (the device, W&B's mode, the optimiser, the precision)."""
     choices = [
         ("device", cfg.device, DEVICES),
         ("logger.mode", cfg.logger.mode, MODES),
@@ -147,13 +170,12 @@ def check_config(cfg: DictConfig) -> RunConfig:
     for key, value, valid in choices:
         if value not in valid:
             raise ValueError(f"unknown {key} {value!r}; valid: {', '.join(valid)}")
-    parts = parse_parts(cfg)
-    dataset, graph, model = parts.dataset, parts.graph, parts.model
-    for key in ("trainer.max_epochs", "trainer.batch_size", "trainer.eval_batch_size"):
-        value = OmegaConf.select(cfg, key)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{key} must be an integer >= 1, got {value!r}")
-    model.check(graph)
+
+
+def check_across(cfg: DictConfig, parts: Parts) -> None:
+    """The rules that span groups: the model and the graph, the graph and the dataset, the loss and the dataset."""
+    dataset, graph = parts.dataset, parts.graph
+    parts.model.check(graph)
     if graph.text_only and not dataset.text:
         raise ValueError(
             f"graph={graph.name} is the dependency parse of text, and dataset={cfg.dataset.name} is not text: "
@@ -165,18 +187,6 @@ def check_config(cfg: DictConfig) -> RunConfig:
             f"trainer.phrase_loss=true trains on a label for every phrase, and dataset={cfg.dataset.name} has none: "
             f"use dataset={' or dataset='.join(treebanks)}, or trainer.phrase_loss=false"
         )
-    return RunConfig(
-        dataset=dataset,
-        graph=graph,
-        model=model,
-        trainer=TrainerConfig.from_mapping(cfg.trainer),
-        optim=OptimConfig.from_mapping(cfg.optim),
-        device=str(cfg.device),
-        seed=int(cfg.seed),
-        dataset_cfg=cfg.dataset,
-        graph_cfg=cfg.graph,
-        resolved=OmegaConf.to_container(cfg, resolve=True),
-    )
 
 
 def exit_on_user_error(call: Callable[[], object]):
