@@ -23,10 +23,9 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from data.datasets import dataset_entry
-from data.pipeline import GraphDataset, load_splits, make_loader
+from data.pipeline import GraphDataset, make_loader
 from engine.checkpoint import load_checkpoint, load_model
-from engine.config import exit_on_user_error
+from engine.config import exit_on_user_error, parse_parts
 from engine.evaluation import format_table, plot_confusion, predict, summarize
 from engine.io import write_json
 from engine.placement import IMPLS, Placement
@@ -34,18 +33,20 @@ from engine.placement import IMPLS, Placement
 log = logging.getLogger("evaluate")
 
 
-def evaluate(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    ckpt = load_checkpoint(cfg.checkpoint)
-    model, vocab, construction, config = load_model(ckpt, cfg.checkpoint)
+def place(cfg: DictConfig, model) -> tuple:
+    """The model's device and its graphs' (``Placement.decide``), with ``impl=`` over the checkpoint's impl."""
     if cfg.impl is not None:  # a checkpoint trained with one impl evaluates with the other
         if cfg.impl not in IMPLS:
             raise ValueError(f"unknown impl {cfg.impl!r}; valid: {', '.join(IMPLS)}")
         model.impl = cfg.impl
     devices = Placement.decide(cfg.device, model.impl).devices  # the model's device, the graphs'
     model.to(devices[0])
+    return devices
 
+
+def scored_data(cfg: DictConfig, ckpt: dict, config: dict, vocab, construction) -> tuple[GraphDataset, str]:
+    """The graphs ``evaluate`` scores, and what they are (``source``): a split of the checkpoint's dataset,
+    ``data_file=`` in its format, or a split of ``dataset=`` (another dataset with the same labels)."""
     data_cfg, other = config["dataset"], cfg.get("dataset")
     if other is not None:  # another dataset's split, scored with this checkpoint's labels
         if cfg.data_file:
@@ -56,13 +57,13 @@ def evaluate(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
                 f"dataset={data_cfg['name']} has {data_cfg['num_classes']} classes and the checkpoint "
                 f"{ckpt['num_classes']} ({config['dataset']['name']}); pick a dataset with the same labels"
             )
-    entry = dataset_entry(data_cfg["name"])
+    entry = parse_parts({"dataset": data_cfg}).dataset
     if cfg.data_file:  # a file in the dataset's own format (ListOps: a TSV; text: CSV/TSV/JSON of sentences)
         ds, source = entry.read_file(cfg.data_file, data_cfg, cfg.max_length), str(cfg.data_file)
     else:
         if cfg.split not in entry.splits:
             raise ValueError(f"unknown split {cfg.split!r}; valid: {', '.join(entry.splits)}")
-        ds, source = load_splits(data_cfg)[cfg.split], f"{data_cfg['name']}/{cfg.split}"
+        ds, source = entry.load_splits(data_cfg, True)[cfg.split], f"{data_cfg['name']}/{cfg.split}"
     data = GraphDataset(ds, vocab, construction, desc="eval")
     # Words unseen in training are <unk>, as they were when train.py scored the test split. A file of mostly
     # unknown tokens (any, for ListOps' closed vocabulary) is the wrong kind of data for this checkpoint.
@@ -76,6 +77,17 @@ def evaluate(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
         log.info(
             "%.1f%% of the tokens in %s are not in the vocabulary: scored as <unk>", 100 * data.unknown_share, source
         )
+    return data, source
+
+
+def evaluate(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
+    """Score ``cfg.checkpoint`` on the data ``cfg`` names; write eval.json and confusion.png under ``out_dir``."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ckpt = load_checkpoint(cfg.checkpoint)
+    model, vocab, construction, config = load_model(ckpt, cfg.checkpoint)
+    devices = place(cfg, model)
+    data, source = scored_data(cfg, ckpt, config, vocab, construction)
     batch_size = int(cfg.batch_size or config["trainer"]["eval_batch_size"])
     preds, labels, loss = predict(model, make_loader(data, batch_size, shuffle=False), *devices)
     summary = summarize(preds, labels, data.meta, int(ckpt["num_classes"]))

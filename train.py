@@ -28,14 +28,14 @@ from pathlib import Path
 import hydra
 import torch
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from torch.nn.parallel import DistributedDataParallel
 
 import models
 from data.cache import cache_root
-from data.datasets import SPLITS, dataset_entry
+from data.datasets import SPLITS
 from data.graphs import GraphConstruction
-from data.pipeline import Batches, GraphDataset, column, load_splits, make_loader, num_classes_of, token_counts
+from data.pipeline import Batches, GraphDataset, column, make_loader, num_classes_of, token_counts
 from data.vocab import Vocab
 from engine.checkpoint import (
     Progress,
@@ -46,11 +46,11 @@ from engine.checkpoint import (
     save_checkpoint,
     seed_everything,
 )
-from engine.config import check_config, exit_on_user_error
+from engine.config import RunConfig, check_config, exit_on_user_error
 from engine.distributed import World, finish, start_devices
 from engine.evaluation import predict, summarize
 from engine.io import write_json
-from engine.loop import EpochSettings, make_optimizer, make_schedule, show_progress, train_epoch
+from engine.loop import make_optimizer, make_schedule, show_progress, train_epoch
 from engine.memory import memory_plan
 from engine.tracking import Tracker
 from models.embeddings import embedding_summary
@@ -85,23 +85,24 @@ class Training:
     num_params: int
 
 
-def build_data(cfg: DictConfig, devices: Devices, world: World) -> Data:
+def build_data(run: RunConfig, devices: Devices, world: World) -> Data:
     """Splits -> vocabulary -> graphs -> loaders. Too big for the machine is refused here, before the work,
     rather than killed mid-epoch; a split too big to hold as graphs gets its graphs built per batch."""
     t0 = time.perf_counter()
-    bars = show_progress(bool(cfg.trainer.progress))  # on a terminal only, never in a multirun
-    splits = load_splits(cfg.dataset, progress=bars)
-    vocab = Vocab.from_counts(token_counts(splits["train"]), min_freq=int(cfg.dataset.get("min_freq", 1)))
-    num_classes = num_classes_of(cfg.dataset, splits)
-    construction = models.make_construction(cfg.graph, vocab, cfg.model)
+    dataset_cfg = run.dataset_cfg
+    bars = show_progress(run.trainer.progress)  # on a terminal only, never in a multirun
+    splits = run.dataset.load_splits(dataset_cfg, bars)
+    vocab = Vocab.from_counts(token_counts(splits["train"]), min_freq=int(dataset_cfg.get("min_freq", 1)))
+    num_classes = num_classes_of(dataset_cfg, splits, run.dataset)
+    construction = models.make_construction(run.graph_cfg, vocab, run.model, run.graph)
     no_trees = construction.kind.gold_tree and "parent" not in splits["train"].column_names
-    if no_trees and dataset_entry(cfg.dataset.name).text:
+    if no_trees and run.dataset.text:
         message = "graph=%s on %s: no gold trees, so the dependency parse (as graph=dep)"
-        log.info(message, construction.name, cfg.dataset.name)
-    cache = cache_root(cfg.dataset)  # built graphs on disk (data/cache.py: dataset.cache_dir or $TAGNN_CACHE_DIR)
-    lazy = memory_plan(cfg, construction, {s: column(splits[s], "length") for s in SPLITS}, devices)
+        log.info(message, construction.name, dataset_cfg.name)
+    cache = cache_root(dataset_cfg)  # built graphs on disk (data/cache.py: dataset.cache_dir or $TAGNN_CACHE_DIR)
+    lazy = memory_plan(run, construction, {s: column(splits[s], "length") for s in SPLITS}, devices)
     sets = {s: GraphDataset(splits[s], vocab, construction, s, bars, cache, lazy[s]) for s in SPLITS}
-    batch, seed, bucket = int(cfg.trainer.batch_size), int(cfg.seed), cfg.trainer.bucket_by_length
+    batch, seed, bucket = run.trainer.batch_size, run.seed, run.trainer.bucket_by_length
     # on a GPU, a thread collates the next batches (labels pinned) while the model computes the current one
     gpu = devices[0].type == "cuda"
     ahead = {"prefetch": 2 if gpu else 0, "pin": gpu}
@@ -109,7 +110,7 @@ def build_data(cfg: DictConfig, devices: Devices, world: World) -> Data:
         sets["train"], batch, shuffle=True, seed=seed, bucket=bucket, rank=world.rank, world=world.size, **ahead
     )
     # evaluation: big batches (trainer.eval_batch_size), collated once and served every epoch (held splits only)
-    eval_batch = int(cfg.trainer.eval_batch_size)
+    eval_batch = run.trainer.eval_batch_size
     eval_loaders = {
         s: make_loader(sets[s], eval_batch, shuffle=False, keep=not lazy[s], **ahead) for s in ("val", "test")
     }
@@ -118,25 +119,25 @@ def build_data(cfg: DictConfig, devices: Devices, world: World) -> Data:
     return Data(vocab, num_classes, construction, sets, train_loader, eval_loaders)
 
 
-def build_training(cfg: DictConfig, model_cfg, data: Data, device: torch.device, world: World) -> Training:
-    """The model ``model=`` names (built by its family from ``model_cfg``, its typed config), and the optimiser
+def build_training(run: RunConfig, data: Data, device: torch.device, world: World) -> Training:
+    """The model ``model=`` names (built by its family from ``run.model``, its typed config), and the optimiser
     ``optim=`` names (AdamW or Adagrad) with a linear warmup + cosine (or, ``optim.schedule=linear``, linear) decay
     over every step of the run."""
-    core = models.build_model(model_cfg, data.vocab, data.num_classes, data.construction).to(device)
+    core = models.build_model(run.model, data.vocab, data.num_classes, data.construction).to(device)
     ddp_devices = [device] if device.type == "cuda" else None
     model = core if world.size == 1 else DistributedDataParallel(core, device_ids=ddp_devices)
     num_params = sum(p.numel() for p in core.parameters())
-    log.info("model: %s, %d parameters, device %s", cfg.model.name, num_params, device)
+    log.info("model: %s, %d parameters, device %s", run.model.name, num_params, device)
     # a model with parameter groups of its own (model=minilm's soft-syntax parameters at a scaled rate) names them
-    params = core.param_groups(float(cfg.optim.lr)) if hasattr(core, "param_groups") else model.parameters()
-    optimizer = make_optimizer(params, cfg.optim)
-    total_steps = int(cfg.trainer.max_epochs) * len(data.train_loader)
-    scheduler = make_schedule(optimizer, total_steps, cfg.optim)
+    params = core.param_groups(run.optim.lr) if hasattr(core, "param_groups") else model.parameters()
+    optimizer = make_optimizer(params, run.optim)
+    total_steps = run.trainer.max_epochs * len(data.train_loader)
+    scheduler = make_schedule(optimizer, total_steps, run.optim)
     return Training(core, model, optimizer, scheduler, num_params)
 
 
 def fit(
-    cfg: DictConfig,
+    run: RunConfig,
     out_dir: Path,
     world: World,
     devices: Devices,
@@ -152,7 +153,7 @@ def fit(
         writer = csv.DictWriter(f, fieldnames=METRICS)
         writer.writeheader()
         writer.writerows(progress.rows)
-        settings = EpochSettings.from_config(cfg, show_progress(bool(cfg.trainer.progress)))
+        settings = run.epoch_settings(show_progress(run.trainer.progress))
         for epoch in range(progress.epoch + 1, settings.max_epochs + 1):
             t_epoch = time.perf_counter()
             train_loss, train_acc, eps, progress.step = train_epoch(
@@ -174,12 +175,12 @@ def fit(
                 progress.best_val, progress.best_epoch = val_acc, epoch
             progress.epoch = epoch
             if world.main:
-                save_checkpoints(cfg, out_dir, data, training, progress, tracker, new_best)
+                save_checkpoints(run, out_dir, data, training, progress, tracker, new_best)
             log.info(EPOCH_LINE, epoch, train_loss, train_acc, val_loss, val_acc, eps)
 
 
 def save_checkpoints(
-    cfg: DictConfig, out_dir: Path, data: Data, training: Training, progress: Progress, tracker: Tracker, best: bool
+    run: RunConfig, out_dir: Path, data: Data, training: Training, progress: Progress, tracker: Tracker, best: bool
 ) -> None:
     """checkpoints/last.pt, and best.pt on a new best validation accuracy: each holds all a resume needs."""
     state = {
@@ -189,7 +190,7 @@ def save_checkpoints(
         "scheduler": training.scheduler.state_dict(),
         "rng": rng_state(data.train_loader.rng),
         "wandb_id": tracker.run_id,
-        "config": OmegaConf.to_container(cfg, resolve=True),
+        "config": run.resolved,
         "vocab": data.vocab.to_list(),
         "num_classes": data.num_classes,
     }
@@ -198,7 +199,7 @@ def save_checkpoints(
 
 
 def test_and_report(
-    cfg: DictConfig,
+    run: RunConfig,
     out_dir: Path,
     devices: Devices,
     data: Data,
@@ -208,24 +209,24 @@ def test_and_report(
 ) -> dict:
     """Reload best.pt, score the test split (overall, and by depth, length and root), write results.json."""
     training.core.load_state_dict(load_checkpoint(out_dir / "checkpoints" / "best.pt")["model"])
-    precision = EpochSettings.from_config(cfg).precision
+    precision = run.trainer.precision
     preds, labels, test_loss = predict(training.core, data.eval_loaders["test"], *devices, precision)
     test = summarize(preds, labels, data.sets["test"].meta, data.num_classes)
     acc, best_val, best_epoch = test["accuracy"], progress.best_val, progress.best_epoch
     results = {
-        "dataset": cfg.dataset.name,
-        "graph": cfg.graph.name,
-        "model": cfg.model.name,
+        "dataset": run.dataset_cfg.name,
+        "graph": run.graph.name,
+        "model": run.model.name,
         "num_params": training.num_params,
         "best_val_acc": best_val,
         "best_epoch": best_epoch,
         "test_acc": acc,
         "test_loss": test_loss,
-        "epochs": int(cfg.trainer.max_epochs),
+        "epochs": run.trainer.max_epochs,
         "train_seconds": round(progress.train_seconds, 3),
         "examples_per_second": round(progress.seen_examples / progress.train_seconds, 2),
         "device": str(devices[0]),
-        "seed": int(cfg.seed),
+        "seed": run.seed,
         "num_examples": {s: len(d) for s, d in data.sets.items()},
         "test_by_depth": test.get("by_depth"),
         "test_by_length": test.get("by_length"),
@@ -241,17 +242,17 @@ def test_and_report(
 
 def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
     """Train, validate, test; write everything under ``out_dir``; return the results dict."""
-    checked = check_config(cfg)
+    run_cfg = check_config(cfg)  # the one parse of cfg: every stage below reads this typed RunConfig
     out_dir = Path(out_dir)
     (out_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
-    config = OmegaConf.to_container(cfg, resolve=True)
-    seed_everything(int(cfg.seed))
+    config = run_cfg.resolved
+    seed_everything(run_cfg.seed)
     # engine.placement decides the model's device, the graphs' and the impl; torchrun's processes, else a world of one
-    placement, world = start_devices(cfg.device, checked.model.impl)
+    placement, world = start_devices(run_cfg.device, run_cfg.model.impl)
     devices = placement.devices
-    data = build_data(cfg, devices, world)  # 1. data
-    training = build_training(cfg, checked.model, data, devices[0], world)  # 2. model and optimiser
-    resumed = find_resume(cfg, out_dir)  # 3. fit, from scratch or from where a checkpoint stopped
+    data = build_data(run_cfg, devices, world)  # 1. data
+    training = build_training(run_cfg, data, devices[0], world)  # 2. model and optimiser
+    resumed = find_resume(run_cfg, out_dir)  # 3. fit, from scratch or from where a checkpoint stopped
     progress = resume(
         resumed, training.core, training.optimizer, training.scheduler, data.train_loader.rng, out_dir / "metrics.csv"
     )
@@ -259,12 +260,12 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
     tracker = Tracker(logger_cfg, config, out_dir, run_id=resumed.get("wandb_id") if resumed else None)
     tracker.summary({"model/num_params": training.num_params})
     try:
-        fit(cfg, out_dir, world, devices, data, training, progress, tracker)
+        fit(run_cfg, out_dir, world, devices, data, training, progress, tracker)
         if not world.main:  # the other processes are done: rank 0 tests and reports
             tracker.finish()
             finish(world)
             return {"best_val_acc": progress.best_val, "rank": world.rank}
-        results = test_and_report(cfg, out_dir, devices, data, training, progress, tracker)  # 4. test and report
+        results = test_and_report(run_cfg, out_dir, devices, data, training, progress, tracker)  # 4. test and report
     except BaseException:
         tracker.finish(exit_code=1)
         raise

@@ -32,10 +32,11 @@ sys.path.insert(0, {root!r})
 from hydra import compose, initialize_config_dir
 import train
 from engine.distributed import SINGLE
+from engine.config import check_config
 with initialize_config_dir(config_dir={conf!r}, version_base="1.3"):
     cfg = compose("config", overrides={overrides!r})
 t = time.perf_counter()
-data = train.build_data(cfg, (torch.device("cpu"), torch.device("cpu")), SINGLE)
+data = train.build_data(check_config(cfg), (torch.device("cpu"), torch.device("cpu")), SINGLE)
 ready = time.perf_counter() - t
 t = time.perf_counter()
 batches = sum(1 for _ in data.train_loader)

@@ -61,6 +61,7 @@ from models import MODEL_FAMILIES  # noqa: E402
 from models.dense import to_dense  # noqa: E402
 from models.encoder import Block, GraphEncoder  # noqa: E402
 from models.knn import rebuild, rebuild_dense  # noqa: E402
+from models.registry import yaml_config  # noqa: E402
 from models.torch_mp import mp_attention  # noqa: E402
 
 IMPLS = ("sparse", "dense", "auto")
@@ -223,17 +224,10 @@ def measure_layers(args, device, graphs, impls, ns) -> list[dict]:
             g, construction = make_batch(graph, n, args.tokens, k=args.k)
             g = g.to(device) if args.dgl_on_device else g
             torch.manual_seed(0)
-            model = GraphEncoder(
-                8,
-                2,
-                aggregator=args.model,
-                hidden_dim=args.dim,
-                num_heads=args.heads,
-                num_layers=1,
-                dropout=0.0,
-                construction=construction,
-                dense_min_density=args.threshold,
-            ).to(device)
+            knobs = dict(hidden_dim=args.dim, num_heads=args.heads, num_layers=1, dropout=0.0, impl="sparse")
+            # the shared encoder's keys (conf/encoder/default.yaml) with this aggregator
+            config = yaml_config("transformer", name=args.model, dense_min_density=args.threshold, **knobs)
+            model = GraphEncoder(config, 8, 2, construction).to(device)
             x = torch.randn(g.num_nodes(), args.dim, device=device)
             density = (construction.k + 1) / n if graph == "knn" else g.num_edges() / (g.num_nodes() * n)
             for impl in impls:
@@ -409,7 +403,9 @@ def measure_overheads(args, device, ns) -> list[dict]:
         b = max(1, args.tokens // n)
         torch.manual_seed(0)
         block = Block(
-            GraphEncoder(8, 2, hidden_dim=args.dim, num_heads=args.heads).blocks[0].aggregator,
+            GraphEncoder(yaml_config("transformer", hidden_dim=args.dim, num_heads=args.heads), 8, 2)
+            .blocks[0]
+            .aggregator,
             args.dim,
             True,
             2,

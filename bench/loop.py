@@ -116,10 +116,11 @@ def measure(name: str, overrides: list[str], args) -> dict:
             "config", overrides=overrides + [f"device={args.device}", "logger=none", "trainer.progress=false"]
         )
     torch.manual_seed(0)
-    placement, world = start_devices(cfg.device, cfg.model.impl)
+    run = check_config(cfg)
+    placement, world = start_devices(run.device, run.model.impl)
     devices = placement.devices
-    data = build_data(cfg, devices, world)
-    training = build_training(cfg, check_config(cfg).model, data, devices[0], world)
+    data = build_data(run, devices, world)
+    training = build_training(run, data, devices[0], world)
     start = copy.deepcopy(training.core.state_dict())
     n = len(data.sets["train"])
     batch = int(cfg.trainer.batch_size)

@@ -41,16 +41,23 @@ from data.vocab import Vocab  # noqa: E402
 from engine.io import write_csv  # noqa: E402
 from models.encoder import GraphEncoder  # noqa: E402
 from models.recursive import RecursiveEncoder  # noqa: E402
+from models.registry import yaml_config  # noqa: E402
+
+
+def tree_model(cell: str, vocab_size: int) -> RecursiveEncoder:
+    """conf/model/treelstm.yaml's model (d = 128, dropout 0.1, the root's h) with ``cell``."""
+    return RecursiveEncoder(yaml_config("treelstm", cell=cell), vocab_size, 10)
+
 
 # (label, graph, builder, use the DGL reference path)
 CASES = (
-    ("transformer/tree (4 layers)", "tree", lambda v: GraphEncoder(v, 10, "transformer", 64, readout="root"), False),
-    ("treelstm childsum/tree", "tree", lambda v: RecursiveEncoder(v, 10, "childsum", 128), False),
-    ("treelstm binary/binary_tree", "binary_tree", lambda v: RecursiveEncoder(v, 10, "binary", 128), False),
-    ("recursive deepsets/tree", "tree", lambda v: RecursiveEncoder(v, 10, "deepsets", 128), False),
-    ("treelstm childsum/tree, DGL prop_nodes_topo", "tree", lambda v: RecursiveEncoder(v, 10, "childsum", 128), True),
+    ("transformer/tree (4 layers)", "tree", lambda v: GraphEncoder(yaml_config("transformer", readout="root", impl="sparse"), v, 10), False),
+    ("treelstm childsum/tree", "tree", lambda v: tree_model("childsum", v), False),
+    ("treelstm binary/binary_tree", "binary_tree", lambda v: tree_model("binary", v), False),
+    ("recursive deepsets/tree", "tree", lambda v: tree_model("deepsets", v), False),
+    ("treelstm childsum/tree, DGL prop_nodes_topo", "tree", lambda v: tree_model("childsum", v), True),
     ("treelstm binary/binary_tree, DGL prop_nodes_topo", "binary_tree",
-     lambda v: RecursiveEncoder(v, 10, "binary", 128), True),
+     lambda v: tree_model("binary", v), True),
 )  # fmt: skip
 
 

@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 
 from data import cache
 from data.datasets import dataset_entry, dataset_names
-from data.graphs import STRUCTURAL_PE, GraphConstruction, graph_kind
+from data.graphs import STRUCTURAL_PE, GraphConstruction, GraphKind, graph_kind
 from data.listops import describe_example  # noqa: F401  (re-exported: evaluate.py and the tools read it here)
 from data.vocab import PHRASE, Vocab
 
@@ -60,13 +60,14 @@ def token_counts(ds: datasets.Dataset, name: str = "tokens") -> Counter:
 MODEL_SETTINGS = ("cls_id", "phrase_id", "pe", "pe_dim", "pe_graph")  # set from the model and vocabulary below
 
 
-def make_construction(graph_cfg: Mapping, vocab: Vocab, model_cfg: Mapping) -> GraphConstruction:
+def make_construction(graph_cfg: Mapping, vocab: Vocab, model_cfg, kind: GraphKind | None = None) -> GraphConstruction:
     """The graph construction for ``graph_cfg``, with what the model needs on its graphs
     (a ``<cls>`` node for ``readout=cls``; ``ndata['pe']`` for a structural positional encoding).
     Graphs over words; ``models.make_construction`` asks a family that builds its graphs on its own tokens
-    (a pretrained model's word pieces) for its own construction first."""
-    name = graph_cfg["name"]
-    kind = graph_kind(name)
+    (a pretrained model's word pieces) for its own construction first. ``model_cfg``: the model's typed
+    config or a mapping; ``kind``: the graph's registry entry, when the caller has it (else looked up here)."""
+    kind = kind or graph_kind(graph_cfg["name"])
+    model_cfg = model_cfg if isinstance(model_cfg, Mapping) else vars(model_cfg)  # a typed config: its fields
     positional = model_cfg.get("positional", "none")
     # the graph's own settings (self_loops, window, k, ... : GraphConstruction's fields), as its YAML sets them
     settings = {
@@ -508,8 +509,10 @@ def make_loader(
     return Batches(ds, order, keep=keep, prefetch=prefetch, pin=pin)
 
 
-def num_classes_of(cfg: Mapping, splits: dict) -> int:
-    fixed = dataset_entry(cfg["name"]).num_classes
+def num_classes_of(cfg: Mapping, splits: dict, entry=None) -> int:
+    """The dataset's fixed number of classes, else ``cfg``'s ``num_classes``, else the largest label + 1
+    (``entry``: the dataset's registry entry, when the caller has it)."""
+    fixed = (entry or dataset_entry(cfg["name"])).num_classes
     if fixed is not None:
         return fixed
     return int(cfg.get("num_classes") or max(max(ds["label"]) for ds in splits.values()) + 1)

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from omegaconf import DictConfig, OmegaConf
 
 from data.pipeline import with_defaults
 from data.vocab import Vocab
+from engine.config import parse_parts
 from engine.io import save_torch
 from models import build_model, family_of, make_construction
 from models.aggregators import DEFAULT_AGGREGATOR
@@ -99,8 +99,9 @@ def upgrade_config(config: dict) -> dict:
 def load_model(ckpt: dict, path: str | os.PathLike = "checkpoint"):
     """Rebuild ``(model, vocab, construction, config)`` from a loaded checkpoint (``config``: upgraded)."""
     config, vocab = upgrade_config(ckpt["config"]), Vocab(ckpt["vocab"])
-    construction = make_construction(config["graph"], vocab, config["model"])
-    model = build_model(config["model"], vocab, int(ckpt["num_classes"]), construction)
+    parts = parse_parts({"graph": config["graph"], "model": config["model"]})
+    construction = make_construction(config["graph"], vocab, parts.model, parts.graph)
+    model = build_model(parts.model, vocab, int(ckpt["num_classes"]), construction)
     rows = ckpt["model"].get("embed.weight", ckpt["model"].get("embed.found"))  # learned | glove
     # a family with its own tokenizer has its vocabulary in its weights, not in ckpt["vocab"]
     own_tokens = family_of(config["model"]["name"]).own_tokenizer
@@ -113,9 +114,10 @@ def load_model(ckpt: dict, path: str | os.PathLike = "checkpoint"):
     return model, vocab, construction, config
 
 
-def find_resume(cfg: DictConfig, out_dir: Path) -> dict | None:
-    """The checkpoint ``trainer.resume`` names: ``auto`` = this run directory's last.pt if there is one."""
-    resume = cfg.trainer.get("resume")
+def find_resume(run, out_dir: Path) -> dict | None:
+    """The checkpoint ``trainer.resume`` names: ``auto`` = this run directory's last.pt if there is one
+    (``run``: the run's ``engine.config.RunConfig``)."""
+    resume = run.trainer.resume
     if not resume:
         return None
     path = out_dir / "checkpoints" / "last.pt" if resume == "auto" else Path(resume)
@@ -123,7 +125,7 @@ def find_resume(cfg: DictConfig, out_dir: Path) -> dict | None:
         log.info("trainer.resume=auto: no %s yet, starting from scratch", path)
         return None
     ckpt = load_checkpoint(path)
-    theirs_all, ours_all = upgrade_config(ckpt["config"]), upgrade_config(OmegaConf.to_container(cfg, resolve=True))
+    theirs_all, ours_all = upgrade_config(ckpt["config"]), upgrade_config(run.resolved)
     for key in ("dataset", "graph", "model", "optim"):
         theirs, ours = theirs_all.get(key), ours_all.get(key)
         if theirs != ours:

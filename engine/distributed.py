@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from engine.placement import DEVICES, Placement, graph_device, pick_device  # noqa: F401  (re-exported)
+from engine.placement import DEVICES, Placement, pick_device  # noqa: F401  (DEVICES: re-exported)
 
 
 @dataclass(frozen=True)

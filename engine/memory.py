@@ -15,7 +15,8 @@ import torch
 
 from data.graphs import GraphConstruction
 from engine.placement import Placement, choose_impl
-from models import family_of, model_config
+from models import family_of
+from models.registry import ModelConfig
 
 FLOATS_PER_EDGE_HEAD = 6  # sparse: per edge and head, per layer (measured: about 2 for the Transformer)
 FLOATS_PER_PAIR_HEAD = 6  # dense, through a mask: per (query, key) pair and head, per layer (measured: about 3)
@@ -64,9 +65,9 @@ def held_edges(construction: GraphConstruction, lengths: list[int]) -> int:
     return int(edges_per_graph(construction, longest) / longest * sum(lengths))
 
 
-def estimate_bytes(model_cfg, construction: GraphConstruction, n: int, batch: int, impl: str) -> int:
-    """Peak memory of one training step on ``batch`` sentences of ``n`` tokens (``impl``: sparse | dense)."""
-    config = model_config(model_cfg)
+def estimate_bytes(config: ModelConfig, construction: GraphConstruction, n: int, batch: int, impl: str) -> int:
+    """Peak memory of one training step on ``batch`` sentences of ``n`` tokens (``impl``: sparse | dense), for
+    a model of the typed ``config`` (``models.registry.LayeredConfig`` for a family counted per layer)."""
     if family_of(config.name).memory == "one_pass":  # one pass up the tree: states per node
         return 4 * FLOATS_PER_NODE_DIM * batch * 2 * n * config.hidden_dim
     layers, hidden, heads = config.num_layers, config.hidden_dim, config.num_heads
@@ -80,12 +81,12 @@ def estimate_bytes(model_cfg, construction: GraphConstruction, n: int, batch: in
     return 4 * layers * per_layer + BYTES_PER_EDGE_INDEX * edges
 
 
-def runs_dense(model_cfg, construction: GraphConstruction, n: int, devices) -> bool:
+def runs_dense(config: ModelConfig, construction: GraphConstruction, n: int, devices) -> bool:
     """Will a batch of n-token sentences run on the dense path? As ``engine.placement.choose_impl`` decides
     for every batch: always with impl=dense; with auto, when the graphs cannot follow the model to its device
     (DGL's CPU wheel and a GPU), on a GPU up to ``GPU_DENSE_MAX_NODES`` nodes, else when edges fill at least
-    ``dense_min_density`` of the padded pairs. ``devices``: (the model's, the graphs'), or a ``Placement``."""
-    config = model_config(model_cfg)
+    ``dense_min_density`` of the padded pairs. ``devices``: (the model's, the graphs'), or a ``Placement``;
+    ``config``: the model's typed config."""
     impl = config.impl
     if family_of(config.name).memory == "one_pass" or impl == "sparse":
         return False
@@ -95,10 +96,11 @@ def runs_dense(model_cfg, construction: GraphConstruction, n: int, devices) -> b
     return choose_impl(impl, model_device, graphs, width, density, config.dense_min_density) == "dense"
 
 
-def memory_plan(cfg, construction: GraphConstruction, lengths: dict[str, list[int]], devices) -> dict[str, bool]:
+def memory_plan(run, construction: GraphConstruction, lengths: dict[str, list[int]], devices) -> dict[str, bool]:
     """Which splits build their graphs batch by batch (``GraphDataset(lazy=True)``): those whose graphs
     would take more than half the free memory. Raises a one-line ValueError, before any work, if the
-    graphs held plus one training step on a batch of the longest training sentences would not fit."""
+    graphs held plus one training step on a batch of the longest training sentences would not fit.
+    ``run``: the run's ``engine.config.RunConfig`` (its model, ``trainer.batch_size``, ``dataset.max_length``)."""
     devices = devices.devices if isinstance(devices, Placement) else devices
     free = free_bytes(devices[0])
     budget = HELD_SHARE * (free if free is not None else UNKNOWN_FREE)
@@ -108,10 +110,10 @@ def memory_plan(cfg, construction: GraphConstruction, lengths: dict[str, list[in
     if free is None or not train:
         return lazy
     n = max(train)
-    impl = "dense" if runs_dense(cfg.model, construction, n, devices) else "sparse"
-    one = estimate_bytes(cfg.model, construction, n, 1, impl)
+    impl = "dense" if runs_dense(run.model, construction, n, devices) else "sparse"
+    one = estimate_bytes(run.model, construction, n, 1, impl)
     kept = sum(b for s, b in held.items() if not lazy[s])
-    batch = int(cfg.trainer.batch_size)
+    batch = run.trainer.batch_size
     need = kept + one * min(batch, len(train))
     if need > free:
         fits = int((free - kept) // one)
@@ -123,6 +125,6 @@ def memory_plan(cfg, construction: GraphConstruction, lengths: dict[str, list[in
         raise ValueError(
             f"training on graph={construction.name} ({impl}) needs about {need / 2**30:.1f} GiB for a batch of "
             f"{min(batch, len(train))} sentences of {n} tokens, but {free / 2**30:.1f} GiB are free: {how} "
-            f"(now {cfg.dataset.get('max_length')}), or model.hidden_dim / model.num_layers"
+            f"(now {run.dataset_cfg.get('max_length')}), or model.hidden_dim / model.num_layers"
         )
     return lazy

@@ -137,8 +137,3 @@ class Placement:
     ):
         """:func:`choose_impl` on this placement (``impl``: the model's, if it differs from the run's)."""
         return choose_impl(impl or self.impl, self.device, self.graphs, n_max, density, dense_min_density)
-
-
-def graph_device(device: torch.device, impl: str) -> torch.device:
-    """Where batched DGL graphs live for a model on ``device`` (:meth:`Placement.decide`)."""
-    return Placement.decide(device, impl).graphs

@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import dgl
 import torch
@@ -28,7 +28,7 @@ from torch import nn
 
 from data.graphs import EDGE_TYPES, PE_GRAPHS, STRUCTURAL_PE, GraphKind
 from engine.placement import IMPLS, choose_impl
-from models.aggregators import AGGREGATORS, DEFAULT_AGGREGATOR
+from models.aggregators import AGGREGATORS
 from models.dense import DenseGraph, to_dense
 from models.embeddings import EmbeddingOptions, len_of, make_embedding
 from models.knn import rebuild, rebuild_dense
@@ -109,60 +109,41 @@ class GraphEncoder(nn.Module):
     Both impls share every parameter.
     """
 
+    impl: str  # sparse | dense | auto (models.registry.Model: evaluate.py's impl= sets it)
+
     def __init__(
         self,
+        config: EncoderConfig,
         vocab_size: int,
         num_classes: int,
-        aggregator: str = DEFAULT_AGGREGATOR,
-        hidden_dim: int = 64,
-        num_layers: int = 4,
-        num_heads: int = 4,
-        ffn: bool = True,
-        ffn_mult: int = 2,
-        dropout: float = 0.1,
-        attn_dropout: float = 0.0,
-        positional: str = "sinusoidal",
-        readout: str = "mean",
-        norm: str = "pre",
-        share_weights: bool = False,
-        scaled: bool = True,
-        pe_dim: int = 8,
         construction=None,
-        impl: str = "sparse",
-        dense_min_density: float = 0.0,
-        edge_types: bool = False,
-        update: str = "residual",
         embed: nn.Module | None = None,
     ):
+        """Every knob comes from ``config`` (checked when it was made: conf/ is the only source of its values;
+        ``models.registry.yaml_config(name, **overrides)`` makes one outside train.py). ``embed``: a given
+        embedding table (models/embeddings.py: GloVe), else a learned one."""
         super().__init__()
-        for name, value, valid in (
-            ("aggregator", aggregator, tuple(AGGREGATORS)),
-            ("readout", readout, READOUTS),
-            ("positional", positional, POSITIONAL),
-            ("norm", norm, NORMS),
-            ("impl", impl, IMPLS),
-        ):
-            if value not in valid:
-                raise ValueError(f"unknown model.{name} {value!r}; valid: {', '.join(valid)}")
-        self.hidden_dim, self.num_layers, self.positional, self.readout = hidden_dim, num_layers, positional, readout
-        self.construction, self.impl, self.dense_min_density = construction, impl, dense_min_density
-        self.edge_types = bool(edge_types)
+        hidden_dim, num_heads, aggregator = config.hidden_dim, config.num_heads, config.name
+        self.hidden_dim, self.num_layers = hidden_dim, config.num_layers
+        self.positional, self.readout = config.positional, config.readout
+        self.construction, self.impl, self.dense_min_density = construction, config.impl, config.dense_min_density
+        self.edge_types = bool(config.edge_types)
         # a given table (models/embeddings.py: GloVe) maps token ids to hidden_dim as nn.Embedding does
         self.embed = embed if embed is not None else nn.Embedding(vocab_size, hidden_dim)
-        self.embed_dropout = nn.Dropout(dropout)
+        self.embed_dropout = nn.Dropout(config.dropout)
         # lap_pe / random_walk_pe arrive as ndata['pe'] (N, pe_dim), built with the graphs; a linear map to d
-        self.pe_proj = nn.Linear(pe_dim, hidden_dim) if positional in STRUCTURAL_PE else None
+        self.pe_proj = nn.Linear(config.pe_dim, hidden_dim) if config.positional in STRUCTURAL_PE else None
         takes_scaled = "scaled" in inspect.signature(AGGREGATORS[aggregator]).parameters  # dot-product attention
-        extra = {"scaled": scaled} if takes_scaled else {}
-        if edge_types:
+        extra = {"scaled": config.scaled} if takes_scaled else {}
+        if config.edge_types:
             extra["edge_types"] = len(EDGE_TYPES)
 
         def make_block():
-            agg = AGGREGATORS[aggregator](hidden_dim, num_heads=num_heads, attn_dropout=attn_dropout, **extra)
-            return Block(agg, hidden_dim, ffn, ffn_mult, dropout, norm, update)
+            agg = AGGREGATORS[aggregator](hidden_dim, num_heads=num_heads, attn_dropout=config.attn_dropout, **extra)
+            return Block(agg, hidden_dim, config.ffn, config.ffn_mult, config.dropout, config.norm, config.update)
 
-        self.blocks = nn.ModuleList([make_block() for _ in range(1 if share_weights else num_layers)])
-        self.final_norm = nn.LayerNorm(hidden_dim) if norm == "pre" else nn.Identity()
+        self.blocks = nn.ModuleList([make_block() for _ in range(1 if config.share_weights else config.num_layers)])
+        self.final_norm = nn.LayerNorm(hidden_dim) if config.norm == "pre" else nn.Identity()
         self.classifier = nn.Linear(hidden_dim, num_classes)
 
     def layers(self):
@@ -335,12 +316,8 @@ class EncoderConfig(EmbeddingOptions):
 
 def build_encoder(config: EncoderConfig, vocab_size, num_classes: int, construction=None) -> GraphEncoder:
     """A synchronous encoder with the config's aggregator and sizes."""
-    skip = {"name", "pe_graph"} | {f.name for f in fields(EmbeddingOptions)}
-    values = {f.name: getattr(config, f.name) for f in fields(config) if f.name not in skip}
     embed = make_embedding(config, vocab_size, config.hidden_dim)
-    return GraphEncoder(
-        len_of(vocab_size), num_classes, aggregator=config.name, construction=construction, embed=embed, **values
-    )
+    return GraphEncoder(config, len_of(vocab_size), num_classes, construction, embed)
 
 
 register_family(

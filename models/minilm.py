@@ -174,6 +174,8 @@ class MiniLMEncoder(nn.Module):
     does so for embeddings and not under a classifier head.
     """
 
+    impl: str  # sparse | dense | auto (models.registry.Model: evaluate.py's impl= sets it)
+
     def __init__(
         self,
         config: Mapping,
@@ -447,10 +449,10 @@ class MiniLMConfig:
     dropout: float  # hidden dropout while fine-tuning (BERT's 0.1)
     attn_dropout: float  # dropout on the attention weights (BERT's 0.1)
     max_pieces: int  # [CLS] + word pieces + [SEP] at most; longer sentences are truncated (and counted)
-    structure_bias: str = "none"  # none | dep | tree: a learned attention bias per tree distance (soft syntax)
-    syntax_layers: int = 0  # late fusion: blocks of syntax_aggregator on the lifted dependency graph, at the end
-    syntax_aggregator: str = DEFAULT_AGGREGATOR  # transformer | gat: the fusion blocks' aggregator
-    structure_bias_lr_scale: float = 1.0  # the structure bias's learning rate is optim.lr times this
+    structure_bias: str  # none | dep | tree: a learned attention bias per tree distance (soft syntax)
+    syntax_layers: int  # late fusion: blocks of syntax_aggregator on the lifted dependency graph, at the end
+    syntax_aggregator: str  # transformer | gat: the fusion blocks' aggregator
+    structure_bias_lr_scale: float  # the structure bias's learning rate is optim.lr times this
 
     hidden_dim = 384
     num_layers = 6

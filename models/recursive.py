@@ -286,20 +286,14 @@ class RecursiveEncoder(nn.Module):
     """Tree -> class logits: ``x_i = Embed(tok_i)``, the cell from the leaves up, a classifier on
     the root's h (``readout=root``; with ``readout=mean`` the mean of the token nodes' h)."""
 
-    def __init__(
-        self,
-        vocab_size: int,
-        num_classes: int,
-        cell: str = "childsum",
-        hidden_dim: int = 128,
-        dropout: float = 0.1,
-        readout: str = "root",
-        embed: nn.Module | None = None,
-    ):
+    impl: str  # sparse | dense | auto (models.registry.Model: evaluate.py's impl= sets it)
+
+    def __init__(self, config: RecursiveConfig, vocab_size: int, num_classes: int, embed: nn.Module | None = None):
+        """Every knob comes from ``config`` (checked when it was made; ``models.registry.yaml_config(name,
+        **overrides)`` makes one outside train.py). ``embed``: a given embedding table (GloVe), else a learned one."""
         super().__init__()
-        if readout not in ("root", "mean"):
-            raise ValueError(f"recursive models read out the root or the mean of the tokens, not {readout!r}")
-        self.hidden_dim, self.readout, self.cell_name = hidden_dim, readout, cell
+        cell, hidden_dim, dropout = config.cell, config.hidden_dim, config.dropout
+        self.hidden_dim, self.readout, self.cell_name = hidden_dim, config.readout, cell
         # a given table (models/embeddings.py: GloVe) maps token ids to hidden_dim as nn.Embedding does
         self.embed = embed if embed is not None else nn.Embedding(vocab_size, hidden_dim)
         self.cell = make_cell(cell, hidden_dim)
@@ -411,15 +405,8 @@ class RecursiveConfig(EmbeddingOptions):
 
 def build_recursive(config: RecursiveConfig, vocab_size, num_classes: int, construction=None) -> RecursiveEncoder:
     """``vocab_size``: the vocabulary's size, or the ``Vocab`` itself (which ``model.embeddings=glove`` needs)."""
-    return RecursiveEncoder(
-        len_of(vocab_size),
-        num_classes,
-        cell=config.cell,
-        hidden_dim=config.hidden_dim,
-        dropout=config.dropout,
-        readout=config.readout,
-        embed=make_embedding(config, vocab_size, config.hidden_dim),
-    )
+    embed = make_embedding(config, vocab_size, config.hidden_dim)
+    return RecursiveEncoder(config, len_of(vocab_size), num_classes, embed)
 
 
 register_family(

@@ -7,29 +7,105 @@ A family says which ``model.name`` values it serves, the typed config its YAML f
 ``from_mapping`` that checks every value once), how to build the model, and what the rest of the code
 must know about it: how a training step uses memory, and whether it brings its own tokenizer and
 vocabulary (a pretrained model does) and builds its graphs on its own tokens.
+
+The contract a family meets is written below as three protocols: :class:`ModelConfig` (every family's
+config), :class:`LayeredConfig` (a family whose memory the plan counts per layer, ``memory="layers"``) and
+:class:`Model` (what its build returns). :func:`register_family` checks them and refuses, in one line naming
+it, a family whose config or model lacks an attribute the rest of the code reads.
 """
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, is_dataclass
+from pathlib import Path
+from typing import Protocol
+
+import yaml
+
+
+class ModelConfig(Protocol):
+    """What every family's typed config exposes (a frozen dataclass of exactly its YAML's keys, plus
+    constants of the family as class attributes)."""
+
+    name: str  # model.name
+    impl: str  # sparse | dense | auto: where its graphs may live (engine/placement.py), read by train.py
+    hidden_dim: int  # the width engine/memory.py counts per node
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping) -> ModelConfig:
+        """The typed config of ``model:`` (YAML or a checkpoint's); checks every value, names a missing key."""
+        ...
+
+    def check(self, graph) -> None:
+        """Rules between this config and the graph construction (a ``data.graphs.GraphKind``)."""
+        ...
+
+
+class LayeredConfig(ModelConfig, Protocol):
+    """A config of a family with ``memory="layers"``: engine/memory.py counts L rounds over the edges, and
+    foresees the dense path as ``engine.placement.choose_impl`` takes it."""
+
+    num_layers: int
+    num_heads: int
+    dense_min_density: float  # impl=auto on the CPU: dense when edges fill at least this share of the pairs
+
+
+class Model(Protocol):
+    """What a family's build returns: an ``nn.Module`` taking a batched graph, with the impl it runs
+    (``evaluate.py impl=...`` sets it; ``Placement.decide`` reads it)."""
+
+    impl: str
+
+    def forward(self, g, *args, **kwargs): ...
+
+
+def declared(cls: type) -> set[str]:
+    """The attributes an instance of ``cls`` has for sure: its class attributes and methods, its dataclass
+    fields and the annotations of its class body (and its bases')."""
+    names = set(dir(cls)) | ({f.name for f in fields(cls)} if is_dataclass(cls) else set())
+    for base in cls.__mro__:
+        names |= set(vars(base).get("__annotations__", {}))
+    return names
+
+
+def required(protocol: type) -> list[str]:
+    """The attributes and methods ``protocol`` names, in the order written (its bases' first)."""
+    out: list[str] = []
+    for base in reversed(protocol.__mro__):
+        if base in (Protocol, object, typing.Generic) or not getattr(base, "_is_protocol", False):
+            continue
+        own = [*vars(base).get("__annotations__", {})]
+        own += [k for k, v in vars(base).items() if callable(v) or isinstance(v, classmethod)]
+        out += [k for k in own if not k.startswith("_") and k not in out]
+    return out
+
+
+def model_class(build: Callable) -> type | None:
+    """The model class a family's build returns: the build itself when it is a class, else its return annotation."""
+    if isinstance(build, type):
+        return build
+    try:
+        returned = typing.get_type_hints(build).get("return")
+    except NameError:
+        return None
+    return returned if isinstance(returned, type) else None
 
 
 @dataclass(frozen=True)
 class ModelFamily:
-    """A kind of model. Its config class has ``from_mapping(mapping)`` (checks every value, names a missing key),
-    ``check(graph_kind)`` (rules involving the graph construction) and the attributes the rest of the code
-    reads: ``name``, ``impl`` (sparse | dense | auto: where its graphs may live), and for ``memory="layers"``
-    ``hidden_dim``, ``num_layers``, ``num_heads`` (and ``dense_min_density`` when ``impl`` is auto)."""
+    """A kind of model. Its config class meets :class:`ModelConfig` (:class:`LayeredConfig` for
+    ``memory="layers"``) and its build returns a :class:`Model`; :func:`register_family` checks both."""
 
     name: str
     models: tuple[str, ...]  # the model.name values it serves
     config: type  # its typed config: a dataclass with from_mapping(mapping, model) and check(graph_kind)
     build: Callable  # (config, vocab_size, num_classes, construction) -> nn.Module
     description: str = ""
-    memory: str = (
-        "layers"  # how engine/memory.py estimates a step: layers (L rounds over edges) | one_pass (a tree walk)
-    )
+    # how engine/memory.py estimates a step: layers (L rounds over the edges) | one_pass (one pass over the
+    # nodes: a tree walk, a bag of embeddings)
+    memory: str = "layers"
     own_tokenizer: bool = False  # brings its own tokenizer and vocabulary (a pretrained model)
     graphs_on_own_tokens: bool = False  # its graphs are built over its own tokens (word pieces), not words
     # for graphs_on_own_tokens: (typed config, graph config) -> the construction that turns a sentence's words
@@ -43,7 +119,28 @@ class ModelFamily:
 MODEL_FAMILIES: dict[str, ModelFamily] = {}
 
 
+def check_family(family: ModelFamily) -> None:
+    """Refuse, in one line naming it, the first attribute of the contract its config or model lacks."""
+    wanted = LayeredConfig if family.memory == "layers" else ModelConfig
+    for protocol, cls, what in (
+        (wanted, family.config, "config"),
+        (Model, model_class(family.build), "model"),
+    ):
+        if cls is None:
+            raise ValueError(
+                f"model family {family.name!r}: its build must be the model class or be annotated with the class "
+                "it returns (-> MyModel), so that the model's attributes can be checked"
+            )
+        missing = [name for name in required(protocol) if name not in declared(cls)]
+        if missing:
+            raise ValueError(
+                f"model family {family.name!r}: its {what} {cls.__name__} lacks {missing[0]!r}, which "
+                f"models.registry.{protocol.__name__} requires (memory={family.memory!r})"
+            )
+
+
 def register_family(family: ModelFamily) -> ModelFamily:
+    check_family(family)
     clash = [m for f in MODEL_FAMILIES.values() if f.name != family.name for m in f.models if m in family.models]
     if clash:
         raise ValueError(f"model names {clash} already belong to another family")
@@ -88,6 +185,31 @@ def model_config(mapping):
     return family_of(mapping["name"]).config.from_mapping(mapping)
 
 
+CONF = Path(__file__).resolve().parent.parent / "conf"
+
+
+def yaml_mapping(group: str, option: str) -> dict:
+    """``conf/<group>/<option>.yaml`` as a mapping, with the files its defaults list places here
+    (``/encoder/default@_here_``) under its own keys; defaults for other packages (a model's optim and
+    trainer) are not the model's and are left out."""
+    text = yaml.safe_load((CONF / group / f"{option}.yaml").read_text()) or {}
+    own = {k: v for k, v in text.items() if k != "defaults"}
+    out: dict = {}
+    for entry in text.get("defaults", ["_self_"]):
+        if entry == "_self_":
+            out.update(own)
+        elif isinstance(entry, str) and entry.endswith("@_here_"):
+            out.update(yaml_mapping(*entry.removesuffix("@_here_").strip("/").split("/")))
+    return out
+
+
+def yaml_config(option: str, /, **overrides):
+    """The typed config of ``conf/model/<option>.yaml`` (the only source of its values), with ``overrides``
+    (``name=`` too: an aggregator on the shared encoder's keys): for a model built outside ``train.py`` (tests,
+    tutorials, benchmarks). Checked as ``model_config`` checks."""
+    return model_config({**yaml_mapping("model", option), **overrides})
+
+
 def build_model(model_cfg, vocab_size, num_classes: int, construction=None):
     """The model ``model.name`` names, built by its family from its typed config (``model_cfg``: a mapping
     from YAML or a checkpoint, or a typed config), for graphs of ``construction``. ``vocab_size``: the
@@ -101,17 +223,20 @@ def build_model(model_cfg, vocab_size, num_classes: int, construction=None):
     return family.build(config, vocab_size, num_classes, construction)
 
 
-def make_construction(graph_cfg: Mapping, vocab, model_cfg: Mapping):
+def make_construction(graph_cfg: Mapping, vocab, model_cfg, kind=None):
     """The graph construction of a run: the model family's own (``graphs_on_own_tokens``: graphs on its word
-    pieces, from the same ``graph=``) or the word-level one of ``data.pipeline.make_construction``."""
+    pieces, from the same ``graph=``) or the word-level one of ``data.pipeline.make_construction``.
+    ``kind``: the graph's ``data.graphs.GraphKind``, when the caller has looked it up (train.py's
+    ``RunConfig.graph``); ``model_cfg``: the typed config (or a mapping, which is typed here)."""
     from data.pipeline import make_construction as word_construction
 
     name = model_cfg.get("name") if isinstance(model_cfg, Mapping) else getattr(model_cfg, "name", None)
     if name is not None:
         family = family_of(name)
         if family.graphs_on_own_tokens:
-            from data.graphs import graph_kind
+            if kind is None:
+                from data.graphs import graph_kind
 
-            graph_kind(graph_cfg["name"])  # an unknown graph: the registry's one line
+                graph_kind(graph_cfg["name"])  # an unknown graph: the registry's one line
             return family.construction(model_config(model_cfg), graph_cfg)
-    return word_construction(graph_cfg, vocab, model_cfg)
+    return word_construction(graph_cfg, vocab, model_cfg, kind)

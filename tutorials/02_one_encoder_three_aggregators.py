@@ -41,6 +41,7 @@ from data.listops import NUM_CLASSES, generate
 from data.vocab import Vocab
 from models.aggregators import AGGREGATORS
 from models.encoder import GraphEncoder
+from models.registry import yaml_config
 
 torch.manual_seed(0)
 TOL = 1e-5
@@ -82,7 +83,10 @@ SIZES = dict(hidden_dim=32, num_layers=2, num_heads=4, dropout=0.0)
 
 def build(name: str, construction: GraphConstruction, impl: str = "sparse") -> GraphEncoder:
     torch.manual_seed(0)  # the same initial weights for the shared parts
-    return GraphEncoder(len(vocab), NUM_CLASSES, aggregator=name, construction=construction, impl=impl, **SIZES).eval()
+    # the shared encoder's keys (conf/encoder/default.yaml, as conf/model/transformer.yaml has them) with this
+    # aggregator and SIZES over them: only the aggregator differs between the models
+    config = yaml_config("transformer", name=name, impl=impl, dense_min_density=0.0, **SIZES)
+    return GraphEncoder(config, len(vocab), NUM_CLASSES, construction).eval()
 
 
 models = {name: build(name, tree) for name in AGGREGATORS}

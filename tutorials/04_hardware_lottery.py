@@ -44,6 +44,7 @@ from hydra import compose, initialize_config_dir
 
 from data.graphs import GraphConstruction
 from models.encoder import GraphEncoder
+from models.registry import yaml_config
 
 torch.manual_seed(0)
 TOL = 1e-5
@@ -101,18 +102,9 @@ for (name, n), (g, _) in batches.items():
 # %%
 def build(construction: GraphConstruction, impl: str) -> GraphEncoder:
     torch.manual_seed(0)
-    model = GraphEncoder(
-        20,
-        10,
-        aggregator="transformer",
-        hidden_dim=32,
-        num_layers=1,
-        num_heads=4,
-        dropout=0.0,
-        construction=construction,
-        impl=impl,
-        dense_min_density=THRESHOLD,
-    )
+    sizes = dict(hidden_dim=32, num_layers=1, num_heads=4, dropout=0.0)
+    config = yaml_config("transformer", impl=impl, dense_min_density=THRESHOLD, **sizes)
+    model = GraphEncoder(config, 20, 10, construction)
     return model.eval()
 
 

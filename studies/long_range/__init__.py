@@ -46,10 +46,10 @@ from torch.utils.data import DataLoader
 from data import listops
 from data.pipeline import GraphDataset, collate, describe_example, load_splits
 from engine.checkpoint import load_checkpoint, load_model
-from engine.distributed import graph_device, pick_device
 from engine.evaluation import LENGTH_BUCKETS, predict, summarize
 from engine.io import write_json
 from engine.memory import nodes_per_graph
+from engine.placement import Placement
 from tools.common import pyplot
 
 LRA = {"max_depth": 10, "max_args": 10, "sampler": "budget"}  # the Long Range Arena recipe
@@ -111,9 +111,8 @@ def score(run_dir: Path, sets: dict[str, Path], tokens: int, pairs: int, device:
     if construction.name == "complete" and hasattr(model, "impl"):
         model.impl = "dense"  # the same function, and it reads no edge list: the batches are built without one
         data_construction = dataclasses.replace(construction, name="none")
-    dev = pick_device(device)
-    model.to(dev)
-    devices = (dev, graph_device(dev, getattr(model, "impl", "sparse")))
+    devices = Placement.decide(device, model.impl).devices  # the model's device, the graphs'
+    model.to(devices[0])
     results = json.loads((run_dir / "results.json").read_text())
     out = {
         "model": config["model"]["name"],

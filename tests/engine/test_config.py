@@ -64,3 +64,85 @@ def test_every_group_composes(model):
         assert (cfg.model.name, cfg.graph.name) == (model, graph)
     for preset in ("debug=tiny", "debug=overfit", "experiment=graph_choice"):
         assert compose_config([preset]).dataset.name == "listops"
+
+
+# ---- the config is parsed once ----------------------------------------------------------------------
+PARSERS = ("model_config", "graph_kind", "dataset_entry")  # each turns a name of cfg into a typed thing
+STAGES = sorted(
+    [*ROOT.glob("engine/*.py"), *ROOT.glob("models/**/*.py"), ROOT / "train.py", ROOT / "evaluate.py"]
+)  # the run's stages: data, memory plan, model, fit, test, checkpoints, evaluate.py
+PARSER_HOMES = {"engine/config.py", "models/registry.py"}  # check_config, parse_parts; the model registry itself
+
+
+def parser_calls() -> dict[str, list[str]]:
+    import ast
+
+    found: dict[str, list[str]] = {}
+    for path in STAGES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+                if name in PARSERS:
+                    found.setdefault(str(path.relative_to(ROOT)), []).append(f"{name} (line {node.lineno})")
+    return found
+
+
+def test_no_stage_parses_the_config_again():
+    """check_config makes the RunConfig once (engine/config.py's parse_parts is the one lookup of a config's
+    names, a checkpoint's too); no other stage calls the parsers that turn cfg's names into typed things."""
+    calls = parser_calls()
+    outside = {path: c for path, c in calls.items() if path not in PARSER_HOMES}
+    assert not outside, f"parse the config in engine/config.py only (check_config / parse_parts): {outside}"
+    assert "engine/config.py" in calls  # the scan sees calls
+
+
+def test_train_reads_cfg_only_to_check_it():
+    """train.py hands the Hydra cfg to check_config and reads only the typed RunConfig after that."""
+    import ast
+
+    tree = ast.parse((ROOT / "train.py").read_text())
+    uses = []
+    for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name != "main"):
+        uses += [(fn.name, n.lineno) for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == "cfg"]
+    (check,) = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "check_config"]
+    assert uses == [("run", check.lineno)], f"train.py reads cfg beyond check_config(cfg): {uses}"
+
+
+def test_the_run_config_is_typed_and_carries_every_stage_s_settings():
+    from data.datasets import DatasetEntry
+    from data.graphs import GraphKind
+    from engine.config import OptimConfig, RunConfig, TrainerConfig, check_config
+    from models import EncoderConfig
+
+    overrides = ["debug=tiny", "graph=tree", "optim=adagrad", "trainer.progress=false", "trainer.log_every=7", "seed=3"]
+    run_cfg = check_config(compose_config([*overrides, "trainer.eval_batch_size=100"]))
+    assert isinstance(run_cfg, RunConfig)
+    assert isinstance(run_cfg.dataset, DatasetEntry) and run_cfg.dataset.name == "listops"
+    assert isinstance(run_cfg.graph, GraphKind) and run_cfg.graph.name == "tree" and run_cfg.graph.is_tree
+    assert isinstance(run_cfg.model, EncoderConfig) and run_cfg.model.hidden_dim == 32
+    assert run_cfg.trainer == TrainerConfig(2, 32, 100, "fp32", False, True, 7, False, None)
+    assert (run_cfg.seed, run_cfg.device) == (3, "auto")
+    assert run_cfg.optim == OptimConfig("adagrad", 0.05, 1e-4, "cosine", 0.0, 1.0, None, None)
+    assert check_config(compose_config([])).optim.betas == (0.9, 0.98)
+    assert run_cfg.epoch_settings(False).max_epochs == 2 and run_cfg.resolved["graph"]["name"] == "tree"
+
+
+def test_the_graph_kind_is_looked_up_once_and_passed_down(monkeypatch):
+    """check_config looks the graph's name up; build_data hands that GraphKind down to the construction, which
+    does not look the name up again (data.pipeline.make_construction's own lookup is for callers without one)."""
+    import torch
+
+    import data.pipeline
+    from engine.config import check_config
+    from engine.distributed import SINGLE
+    from train import build_data
+
+    run_cfg = check_config(compose_config(["debug=tiny", "graph=window", "trainer.progress=false"]))
+
+    def no_second_lookup(name):
+        raise AssertionError(f"graph {name!r} looked up again")
+
+    monkeypatch.setattr(data.pipeline, "graph_kind", no_second_lookup)
+    data = build_data(run_cfg, (torch.device("cpu"),) * 2, SINGLE)
+    assert data.construction.kind is run_cfg.graph and data.construction.window == 2

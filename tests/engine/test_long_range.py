@@ -209,6 +209,7 @@ def test_a_tiny_long_run_trains_evaluates_and_is_scored_by_length(tmp_path):
 # ---- will it fit? ---------------------------------------------------------------------------------
 def test_a_run_too_big_for_memory_stops_with_one_line(monkeypatch, tmp_path):
     from engine import memory
+    from engine.config import check_config
     from train import run
 
     cfg = compose_config(
@@ -228,20 +229,25 @@ def test_a_run_too_big_for_memory_stops_with_one_line(monkeypatch, tmp_path):
     monkeypatch.setattr(memory, "free_bytes", lambda device: None)  # unknown: nothing refused
     cpu = (torch.device("cpu"),) * 2
     lengths = {"train": [1999] * 6, "val": [1999], "test": [1999]}
-    assert memory.memory_plan(cfg, GraphConstruction(name="complete"), lengths, cpu) == dict.fromkeys(lengths, False)
+    plan = memory.memory_plan(check_config(cfg), GraphConstruction(name="complete"), lengths, cpu)
+    assert plan == dict.fromkeys(lengths, False)
 
 
 def test_the_dense_path_is_foreseen_as_the_model_chooses_it():
+    import dataclasses
+
     from engine.memory import runs_dense
+    from models import model_config
 
     cpu, gpu = torch.device("cpu"), torch.device("cuda")
     bpt = GraphConstruction(name="bpt")
-    model = dict(compose_config(["model=transformer"]).model)  # impl auto, dense_min_density 0.07
+    model = model_config(compose_config(["model=transformer"]).model)  # impl auto, dense_min_density 0.07
     assert runs_dense(model, GraphConstruction(name="complete"), 500, (cpu, cpu))
     assert not runs_dense(model, bpt, 1000, (cpu, cpu))  # 69 edges per token: sparse
     assert runs_dense(model, bpt, 1000, (gpu, cpu))  # DGL's CPU wheel and a GPU: only the dense path can run
-    assert not runs_dense({**model, "impl": "sparse"}, GraphConstruction(name="complete"), 500, (cpu, cpu))
-    assert not runs_dense(compose_config(["model=treelstm"]).model, bpt, 1000, (gpu, cpu))
+    sparse = dataclasses.replace(model, impl="sparse")
+    assert not runs_dense(sparse, GraphConstruction(name="complete"), 500, (cpu, cpu))
+    assert not runs_dense(model_config(compose_config(["model=treelstm"]).model), bpt, 1000, (gpu, cpu))
 
 
 def test_a_split_too_big_to_hold_builds_its_graphs_per_batch(monkeypatch, tmp_path, tiny_overrides):
@@ -266,6 +272,7 @@ def test_the_memory_estimate_covers_a_measured_step(graph, impl):
     from bench.scaling import Meter, make_batch, measure, model_config, rss_peak_supported
     from engine.memory import estimate_bytes
     from models.encoder import build_model
+    from models.registry import model_config as typed
 
     if not rss_peak_supported():
         pytest.skip("peak memory is read from /proc (Linux)")
@@ -276,5 +283,5 @@ def test_the_memory_estimate_covers_a_measured_step(graph, impl):
     torch.manual_seed(0)
     model = build_model(cfg, 20, 10, construction).train()
     _, peak, _ = measure(model, g, labels, Meter(torch.device("cpu")), 1)
-    estimate = estimate_bytes(cfg, GraphConstruction(name=graph), n, batch, impl.split(",")[0])
+    estimate = estimate_bytes(typed(cfg), GraphConstruction(name=graph), n, batch, impl.split(",")[0])
     assert peak <= estimate <= 8 * peak, (peak / 2**20, estimate / 2**20)

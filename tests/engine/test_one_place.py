@@ -25,7 +25,7 @@ import yaml
 from data.datasets import dataset_names
 from data.graphs import GRAPH_KINDS, GraphConstruction
 from models import model_names
-from tests.conftest import CONF, ROOT, compose_config
+from tests.conftest import CONF, ROOT, compose_config, rescored_test_acc
 
 CORE = sorted([*ROOT.glob("data/**/*.py"), *ROOT.glob("models/**/*.py"), *ROOT.glob("engine/*.py")]) + [
     ROOT / "train.py",
@@ -293,7 +293,7 @@ def bag_family(tmp_path):
     from models.registry import ModelFamily, register_family
     from tests.helpers.toy_family import Bag, BagConfig
 
-    register_family(ModelFamily("bag", ("bag",), BagConfig, Bag, "mean of embeddings"))
+    register_family(ModelFamily("bag", ("bag",), BagConfig, Bag, "mean of embeddings", memory="one_pass"))
     (tmp_path / "conf" / "model").mkdir(parents=True)
     (tmp_path / "conf" / "model" / "bag.yaml").write_text("name: bag\nhidden_dim: 16\n")
     yield tmp_path / "conf"
@@ -308,3 +308,26 @@ def test_a_toy_model_family_added_through_two_files_trains(bag_family, tmp_path,
     results = run(cfg, tmp_path / "run")
     # vocab 19, 10 classes, debug=tiny's hidden_dim=32 over the YAML's 16
     assert results["model"] == "bag" and results["num_params"] == 19 * 32 + 32 * 10 + 10
+
+
+def test_a_toy_family_and_a_toy_dataset_added_by_the_recipe_train_together(
+    bag_family, first_token_dataset, tmp_path, tiny_overrides
+):
+    """docs/configuration.md's "How to add": a model family (its module and conf/model YAML) and a dataset
+    (its module and conf/dataset YAML), each registered and nothing else edited, train together with
+    debug=tiny, and evaluate.py rebuilds the run from its checkpoint alone."""
+    import torch
+
+    from train import run
+
+    assert bag_family == first_token_dataset  # both fixtures' YAML lie in the one folder Hydra searches
+    cfg = compose_config(
+        [*tiny_overrides, "model=bag", "dataset=first_token", f"hydra.searchpath=[file://{bag_family}]"]
+    )
+    results = run(cfg, tmp_path / "run")
+    assert (results["model"], results["dataset"]) == ("bag", "first_token")
+    assert results["num_examples"] == {"train": 256, "val": 64, "test": 64}  # debug=tiny's sizes over the YAML's
+    best = torch.load(tmp_path / "run" / "checkpoints" / "best.pt", weights_only=False)
+    vocab = len(best["vocab"])  # the specials, 0 and 1
+    assert results["num_params"] == vocab * 32 + 32 * 2 + 2  # debug=tiny's hidden_dim, the dataset's 2 classes
+    assert rescored_test_acc(tmp_path / "run", tmp_path / "eval") == results["test_acc"]

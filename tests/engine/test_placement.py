@@ -14,8 +14,10 @@ from data.graphs import GraphConstruction
 from engine import placement
 from engine.memory import runs_dense
 from engine.placement import GPU_DENSE_MAX_NODES, Placement, choose_impl, sparse_available, sparse_error
+from models import model_config
 from models.encoder import GraphEncoder
 from tests.conftest import compose_config
+from tests.helpers.encoders import graph_encoder
 
 CPU, GPU = torch.device("cpu"), torch.device("cuda")
 SPARSE_CUDA_ERROR = (
@@ -140,7 +142,7 @@ def test_the_encoder_on_the_cpu_decides_as_before(graph):
         edges = sum(construction.edge_count(int(n)) for n in sizes) if construction.dynamic else g.num_edges()
         exact = float(edges / (len(sizes) * sizes.max() ** 2))  # at the threshold itself: dense
         for impl, threshold in itertools.product(("auto", "sparse", "dense"), (0.0, 0.07, 0.2, 0.5, 1.1, exact)):
-            m = GraphEncoder(50, 3, hidden_dim=8, num_layers=1, construction=construction, impl=impl)
+            m = graph_encoder(50, 3, hidden_dim=8, num_layers=1, construction=construction, impl=impl)
             m.dense_min_density = threshold
             assert m.choose_impl(g) == old_choose_impl(m, g), (graph, trial, impl, threshold)
             seen.add(m.choose_impl(g))
@@ -148,10 +150,11 @@ def test_the_encoder_on_the_cpu_decides_as_before(graph):
 
 
 def test_the_memory_plan_reads_the_same_decision():
-    model = dict(compose_config(["model=transformer"]).model)  # impl auto, dense_min_density 0.07
+    model = model_config(compose_config(["model=transformer"]).model)  # impl auto, dense_min_density 0.07
     window = GraphConstruction(name="window", window=2)
     assert not runs_dense(model, window, 1000, Placement(CPU, CPU, "auto"))  # the CPU: sparse by density
     assert runs_dense(model, window, 1000, Placement(GPU, GPU, "auto"))  # a GPU: dense up to 4,000 nodes
     assert not runs_dense(model, window, GPU_DENSE_MAX_NODES + 1, (GPU, GPU))  # beyond: the density rule
     assert runs_dense(model, window, 100_000, (GPU, CPU))  # CPU-only DGL: only dense follows the model
-    assert not runs_dense(compose_config(["model=treelstm"]).model, window, 1000, (GPU, GPU))  # a tree walk
+    tree_walk = model_config(compose_config(["model=treelstm"]).model)
+    assert not runs_dense(tree_walk, window, 1000, (GPU, GPU))  # a tree walk

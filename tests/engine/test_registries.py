@@ -55,14 +55,16 @@ def test_a_new_family_is_one_registry_entry(tmp_path):
     """A family that brings its own tokenizer registers like the others and builds through build_model."""
     from tests.helpers.toy_family import Bag, BagConfig
 
-    family = ModelFamily("bag", ("bag_of_pieces",), BagConfig, Bag, own_tokenizer=True, graphs_on_own_tokens=True)
+    family = ModelFamily(
+        "bag", ("bag_of_pieces",), BagConfig, Bag, memory="one_pass", own_tokenizer=True, graphs_on_own_tokens=True
+    )
     register_family(family)
     try:
         assert family_of("bag_of_pieces").own_tokenizer
         model = build_model({"name": "bag_of_pieces", "hidden_dim": 8}, 30, 3, GraphConstruction("complete"))
         assert model.out.out_features == 3
         with pytest.raises(ValueError, match="already belong to another family"):
-            register_family(ModelFamily("other", ("bag_of_pieces",), BagConfig, Bag))
+            register_family(ModelFamily("other", ("bag_of_pieces",), BagConfig, Bag, memory="one_pass"))
     finally:
         del MODEL_FAMILIES["bag"]
     assert "bag_of_pieces" not in model_names()
@@ -91,3 +93,52 @@ def test_upgrade_config_makes_an_old_treelstm_config_equal_to_todays():
     enc = OmegaConf.to_container(compose_config(["model=transformer"]).model)
     del enc["impl"], enc["dense_min_density"]
     assert upgrade_config({"model": enc})["model"]["impl"] == "sparse"
+
+
+def test_register_family_refuses_a_family_that_misses_the_contract():
+    """models.registry's protocols are checked when a family registers: one line names what is missing."""
+    from dataclasses import dataclass
+
+    from tests.helpers.toy_family import Bag, BagConfig
+
+    def refused(family) -> str:
+        with pytest.raises(ValueError) as info:
+            register_family(family)
+        assert family.name not in MODEL_FAMILIES and "\n" not in str(info.value)
+        return str(info.value)
+
+    # counted per layer by the memory plan, a bag has no layers to count
+    assert refused(ModelFamily("bag", ("bag",), BagConfig, Bag)) == (
+        "model family 'bag': its config BagConfig lacks 'num_layers', which models.registry.LayeredConfig "
+        "requires (memory='layers')"
+    )
+
+    @dataclass(frozen=True)
+    class NoImpl:
+        name: str
+        hidden_dim: int
+
+        @classmethod
+        def from_mapping(cls, cfg):
+            return cls(cfg["name"], cfg["hidden_dim"])
+
+        def check(self, graph):
+            pass
+
+    assert "its config NoImpl lacks 'impl'" in refused(ModelFamily("bag", ("bag",), NoImpl, Bag, memory="one_pass"))
+
+    class Unmarked(torch.nn.Module):  # sets no impl for evaluate.py and the placement to read
+        def __init__(self, config, vocab_size, num_classes, construction=None):
+            super().__init__()
+
+    assert "its model Unmarked lacks 'impl'" in refused(
+        ModelFamily("bag", ("bag",), BagConfig, Unmarked, memory="one_pass")
+    )
+
+    def build(config, vocab_size, num_classes, construction=None):  # no return annotation: nothing to check
+        return Bag(config, vocab_size, num_classes)
+
+    assert "annotated with the class it returns" in refused(
+        ModelFamily("bag", ("bag",), BagConfig, build, memory="one_pass")
+    )
+    assert set(MODEL_FAMILIES) == {"encoder", "recursive", "minilm"}  # and the built-in families meet it

@@ -1,4 +1,8 @@
-"""A toy model family for the registry tests: the mean of the token embeddings, with no message passing."""
+"""A toy model family for the registry tests: the mean of the token embeddings, with no message passing.
+
+It meets ``models.registry.ModelConfig`` with its own facts (no layers, no heads: its memory is one pass
+over the nodes, ``memory="one_pass"`` when registered) and ``models.registry.Model``.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +16,8 @@ import torch
 class BagConfig:
     name: str
     hidden_dim: int
-    impl = "sparse"
-    num_layers = num_heads = 1
-    dense_min_density = 0.0
+
+    impl = "sparse"  # it reads DGL graphs (dgl.mean_nodes): they must live where the model does
 
     @classmethod
     def from_mapping(cls, cfg):
@@ -26,6 +29,8 @@ class BagConfig:
 
 class Bag(torch.nn.Module):
     """Mean of the token embeddings, then a linear layer."""
+
+    impl: str
 
     def __init__(self, config, vocab_size, num_classes, construction=None):
         super().__init__()

@@ -15,7 +15,7 @@ from data.graphs import GraphConstruction, complete_edges, knn_edges, tree_edges
 from data.listops import make_example
 from models.aggregators import AGGREGATORS, DotProductAttention, GATAttention, GCNAggregation
 from models.dense import to_dense
-from models.encoder import GraphEncoder
+from tests.helpers.encoders import graph_encoder
 
 TOL = 1e-5
 
@@ -342,7 +342,7 @@ def test_encoder_without_positions_is_permutation_invariant(name, readout):
     ]
     permuted = [permuted_token_graph(g, torch.randperm(g.num_nodes(), generator=gen), gen) for g in graphs]
     torch.manual_seed(0)
-    model = GraphEncoder(
+    model = graph_encoder(
         vocab, 7, aggregator=name, hidden_dim=32, num_layers=3, num_heads=4, positional="none", readout=readout
     ).eval()
     with torch.no_grad():
@@ -361,7 +361,7 @@ def test_encoder_with_sinusoidal_positions_is_not_permutation_invariant():
     pg = permuted_token_graph(g, torch.randperm(8, generator=gen), gen)
     pg.ndata["pos"] = torch.arange(8)  # positions stay in place while the tokens move
     torch.manual_seed(0)
-    model = GraphEncoder(20, 5, hidden_dim=32, num_layers=2, positional="sinusoidal").eval()
+    model = graph_encoder(20, 5, hidden_dim=32, num_layers=2, positional="sinusoidal").eval()
     with torch.no_grad():
         assert max_err(model(g), model(pg)) > 1e-4
 
@@ -477,7 +477,7 @@ def test_encoder_output_shape_per_readout(name, readout):
     if readout == "cls":
         assert int((g.ndata["pos"] < 0).sum()) == 3
     torch.manual_seed(0)
-    model = GraphEncoder(20, 10, aggregator=name, hidden_dim=32, num_layers=2, readout=readout).eval()
+    model = graph_encoder(20, 10, aggregator=name, hidden_dim=32, num_layers=2, readout=readout).eval()
     with torch.no_grad():
         logits = model(g)
     assert logits.shape == (3, 10)
@@ -488,7 +488,7 @@ def test_encoder_mean_readout_by_hand():
     """Mean readout = classifier(mean of the final token states), computed per graph; <cls> left out."""
     g = listops_batch("cls")
     torch.manual_seed(0)
-    model = GraphEncoder(20, 10, hidden_dim=32, num_layers=2, readout="mean").eval()
+    model = graph_encoder(20, 10, hidden_dim=32, num_layers=2, readout="mean").eval()
     with torch.no_grad():
         h = model.node_states(g)
         logits = model(g)
@@ -503,7 +503,7 @@ def test_encoder_root_and_cls_readouts_pick_their_node():
     torch.manual_seed(0)
     for readout, pick in (("root", lambda g: g.ndata["root"]), ("cls", lambda g: g.ndata["pos"] < 0)):
         g = listops_batch(readout)
-        model = GraphEncoder(20, 10, hidden_dim=32, num_layers=2, readout=readout).eval()
+        model = graph_encoder(20, 10, hidden_dim=32, num_layers=2, readout=readout).eval()
         with torch.no_grad():
             expected = model.classifier(model.node_states(g)[pick(g)])
             assert max_err(model(g), expected) < TOL, readout
@@ -516,8 +516,8 @@ def count_params(module: torch.nn.Module) -> int:
 @pytest.mark.parametrize("name", sorted(AGGREGATORS))
 def test_share_weights(name):
     kwargs = dict(aggregator=name, hidden_dim=32, num_layers=3, num_heads=4)
-    shared = GraphEncoder(20, 10, share_weights=True, **kwargs)
-    separate = GraphEncoder(20, 10, share_weights=False, **kwargs)
+    shared = graph_encoder(20, 10, share_weights=True, **kwargs)
+    separate = graph_encoder(20, 10, share_weights=False, **kwargs)
     block_params = count_params(separate.blocks[0])
     assert count_params(shared) < count_params(separate)
     assert count_params(separate) - count_params(shared) == 2 * block_params
@@ -529,7 +529,7 @@ def test_share_weights(name):
 
 def test_shared_weights_apply_one_block_three_times():
     torch.manual_seed(0)
-    model = GraphEncoder(20, 10, hidden_dim=32, num_layers=3, share_weights=True, positional="none").eval()
+    model = graph_encoder(20, 10, hidden_dim=32, num_layers=3, share_weights=True, positional="none").eval()
     g = listops_batch("mean")
     with torch.no_grad():
         h = model.embed(g.ndata["tok"])
@@ -541,7 +541,7 @@ def test_shared_weights_apply_one_block_three_times():
 @pytest.mark.parametrize("name", sorted(AGGREGATORS))
 def test_post_norm_runs_and_ends_normalised(name):
     torch.manual_seed(0)
-    model = GraphEncoder(20, 10, aggregator=name, hidden_dim=32, num_layers=2, norm="post").eval()
+    model = graph_encoder(20, 10, aggregator=name, hidden_dim=32, num_layers=2, norm="post").eval()
     g = listops_batch("mean")
     with torch.no_grad():
         h = model.node_states(g)
@@ -564,7 +564,7 @@ def test_post_norm_runs_and_ends_normalised(name):
 )
 def test_encoder_rejects_unknown_options(argument, value, valid):
     with pytest.raises(ValueError) as info:
-        GraphEncoder(20, 10, **{argument: value})
+        graph_encoder(20, 10, **{argument: value})
     message = str(info.value)
     assert repr(value) in message
     for option in valid:
@@ -574,7 +574,7 @@ def test_encoder_rejects_unknown_options(argument, value, valid):
 @pytest.mark.parametrize("name", ["gat", "transformer"])
 def test_hidden_dim_must_divide_into_heads(name):
     with pytest.raises(ValueError, match="divisible"):
-        GraphEncoder(20, 10, aggregator=name, hidden_dim=30, num_heads=4)
+        graph_encoder(20, 10, aggregator=name, hidden_dim=30, num_heads=4)
     with pytest.raises(ValueError, match="divisible"):
         AGGREGATORS[name](30, num_heads=4)
 
@@ -582,7 +582,7 @@ def test_hidden_dim_must_divide_into_heads(name):
 def test_post_norm_block_by_hand():
     """Post-LN block: h' = LN1(h + Agg(h)), then LN2(h' + FFN(h')); the aggregator sees un-normalised h."""
     torch.manual_seed(0)
-    model = GraphEncoder(20, 10, hidden_dim=32, num_layers=1, norm="post").eval()
+    model = graph_encoder(20, 10, hidden_dim=32, num_layers=1, norm="post").eval()
     block = model.blocks[0]
     with torch.no_grad():  # move the LayerNorms off their identity-like initial affine
         for ln in (block.norm1, block.norm2):

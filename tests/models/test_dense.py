@@ -13,13 +13,13 @@ import torch
 
 from data import listops
 from data.graphs import GRAPH_KINDS, GraphConstruction, knn_edges
-from engine.distributed import graph_device
+from engine.placement import Placement
 from evaluate import evaluate
 from models.aggregators import AGGREGATORS
 from models.dense import to_dense
 from models.knn import knn_adjacency
-from models.encoder import GraphEncoder
 from tests.conftest import compose_config
+from tests.helpers.encoders import graph_encoder
 from train import run
 
 MODELS = tuple(AGGREGATORS)  # gcn, gat, transformer and the attention-free sum, mean, max
@@ -39,7 +39,7 @@ def batch(construction, num=7, seed=3, max_length=40):
 
 def encoder(model, construction, readout="mean", **kw):
     torch.manual_seed(0)
-    return GraphEncoder(
+    return graph_encoder(
         20,
         10,
         aggregator=model,
@@ -136,7 +136,7 @@ def test_graphs_that_cannot_follow_the_model_force_dense():
     m.impl = "sparse"
     with pytest.raises(ValueError, match="install DGL's CUDA wheel .* or use model.impl=dense"):
         m.choose_impl(elsewhere)
-    assert graph_device(torch.device("cpu"), "sparse").type == "cpu"
+    assert Placement.decide(torch.device("cpu"), "sparse").graphs.type == "cpu"
 
 
 def test_checkpoint_scores_the_same_under_both_impls(tmp_path):

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from data.graphs import GraphConstruction, laplacian_pe, random_walk_pe, tree_edges
-from models.encoder import GraphEncoder
 from tests.helpers.batches import listops_batch
+from tests.helpers.encoders import graph_encoder
 
 
 # --------------------------------------------------------------------------------------------
@@ -107,7 +107,7 @@ def test_positional_encoding_errors_name_the_fix():
             GraphConstruction(name=graph, pe="lap_pe", pe_graph="graph")
     with pytest.raises(ValueError, match="valid: tree, chain, graph"):
         GraphConstruction(name="tree", pe="lap_pe", pe_graph="parse")
-    model = GraphEncoder(20, 10, positional="lap_pe", construction=GraphConstruction(name="complete"))
+    model = graph_encoder(20, 10, positional="lap_pe", construction=GraphConstruction(name="complete"))
     g, _ = listops_batch(GraphConstruction(name="complete"))
     with pytest.raises(ValueError, match="needs graphs built with it"):
         model(g)
@@ -118,7 +118,7 @@ def test_structural_encodings_reach_the_model_in_both_impls(positional):
     torch.manual_seed(0)
     con = GraphConstruction(name="complete", pe=positional, pe_dim=6)
     g, _ = listops_batch(con)
-    model = GraphEncoder(30, 10, positional=positional, pe_dim=6, construction=con).eval()
+    model = graph_encoder(30, 10, positional=positional, pe_dim=6, construction=con).eval()
     sparse = model(g)
     model.impl = "dense"
     torch.testing.assert_close(model(g), sparse, atol=1e-5, rtol=1e-4)

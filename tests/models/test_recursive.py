@@ -28,9 +28,10 @@ from data.graphs import (
 )
 from data.vocab import Vocab
 from engine.config import check_config
-from models.encoder import GraphEncoder, build_model
+from models.encoder import build_model
 from models.recursive import RecursiveEncoder, schedule
 from tests.conftest import assert_breakdowns_match_test_acc, compose_config, rescored_test_acc
+from tests.helpers.encoders import graph_encoder, recursive_encoder
 from train import run
 
 # [MAX 2 9 ]: tokens 0 [MAX, 1 2, 2 9, 3 ]; phrases 4 = ([MAX 2), 5 = (4 9), 6 = (5 ]) the root
@@ -171,7 +172,7 @@ def small_trees(graph: str, num: int = 12, seed: int = 0):
 def test_fast_path_equals_hand_written_recursion(graph, cell):
     exs, vocab, graphs = small_trees(graph)
     torch.manual_seed(0)
-    m = RecursiveEncoder(len(vocab), 10, cell=cell, hidden_dim=12).eval()
+    m = recursive_encoder(len(vocab), 10, cell=cell, hidden_dim=12).eval()
     order = list(range(len(graphs)))
     random.Random(1).shuffle(order)  # any batch order
     g = dgl.batch([graphs[i] for i in order])
@@ -188,7 +189,7 @@ def test_fast_path_equals_hand_written_recursion(graph, cell):
 def test_fast_path_equals_dgl_prop_nodes_topo(graph, cell):
     exs, vocab, graphs = small_trees(graph, seed=3)
     torch.manual_seed(0)
-    m = RecursiveEncoder(len(vocab), 10, cell=cell, hidden_dim=12).eval()
+    m = recursive_encoder(len(vocab), 10, cell=cell, hidden_dim=12).eval()
     g = dgl.batch(graphs)
     weights = torch.linspace(-1, 1, 10 * len(graphs)).view(len(graphs), 10)
     grads = []
@@ -206,7 +207,7 @@ def test_fast_path_equals_dgl_prop_nodes_topo(graph, cell):
 
 def test_binary_cell_refuses_a_wide_tree():
     _, vocab, graphs = small_trees("tree")
-    m = RecursiveEncoder(len(vocab), 10, cell="binary", hidden_dim=8)
+    m = recursive_encoder(len(vocab), 10, cell="binary", hidden_dim=8)
     with pytest.raises(ValueError, match="use graph=binary_tree"):
         m(dgl.batch(graphs))
 
@@ -221,7 +222,7 @@ def test_recursive_models_refuse_graphs_without_a_tree():
     cfg = compose_config(["model=recursive", "graph=window"])
     with pytest.raises(ValueError, match="has no tree"):
         build_model(cfg.model, 20, 10, GraphConstruction("window"))
-    m = RecursiveEncoder(20, 10)
+    m = recursive_encoder(20, 10)
     g = GraphConstruction("complete")([4, 5, 6])
     with pytest.raises(ValueError, match="need a tree to walk"):
         m(g)
@@ -239,7 +240,7 @@ def test_bare_digit_through_every_synchronous_model(graph, impl):
     pair = dgl.batch([alone, con([4, 7, 7, 5], [-1, 0, 0, 0])])
     for name in ("gcn", "gat", "transformer", "sum", "mean", "max"):
         torch.manual_seed(0)
-        m = GraphEncoder(20, 10, aggregator=name, hidden_dim=16, num_layers=2, construction=con, impl=impl,
+        m = graph_encoder(20, 10, aggregator=name, hidden_dim=16, num_layers=2, construction=con, impl=impl,
                          readout="root", edge_types=True).eval()  # fmt: skip
         out = m(alone)
         assert out.shape == (1, 10) and torch.isfinite(out).all()
@@ -250,7 +251,7 @@ def test_bare_digit_through_every_synchronous_model(graph, impl):
 def test_bare_digit_through_every_recursive_model(graph, cell):
     con = GraphConstruction(graph)
     alone = con([7], [-1])
-    m = RecursiveEncoder(20, 10, cell=cell, hidden_dim=8).eval()
+    m = recursive_encoder(20, 10, cell=cell, hidden_dim=8).eval()
     out = m(alone)
     assert out.shape == (1, 10)
     torch.testing.assert_close(m(dgl.batch([alone, con([4, 7, 7, 5], [-1, 0, 0, 0])]))[0], out[0])
@@ -305,7 +306,7 @@ def test_published_layout_file_with_a_bare_digit_evaluates(model, graph, cell, t
 def test_mean_readout_averages_token_nodes_only():
     exs, vocab, graphs = small_trees("binary_tree", num=4)
     torch.manual_seed(0)
-    m = RecursiveEncoder(len(vocab), 10, cell="deepsets", hidden_dim=8, readout="mean").eval()
+    m = recursive_encoder(len(vocab), 10, cell="deepsets", hidden_dim=8, readout="mean").eval()
     g = dgl.batch(graphs)
     h = m.node_states(g)
     sizes = g.batch_num_nodes().tolist()
