@@ -173,3 +173,25 @@ def test_a_study_is_three_files_and_runs_as_a_module(repo):
     from tests.helpers.toy_study import table_from_json
 
     assert page == table_from_json(json.loads((repo / "docs" / "results" / "toy_study.json").read_text()))
+
+
+def test_the_equation_lines_architecture_names_are_each_method_s():
+    """docs/architecture.md's aggregator table names, per module, the lines of ``forward`` and ``forward_dense``,
+    README's equation table those of ``forward``: each is that method's first and last line (an edit that moves
+    the code fails here, naming the module)."""
+    import ast
+
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    rows = re.findall(r"^\| `(\w+\.py)` \|[^|]*\| lines (\d+)-(\d+)[^|]*\| lines (\d+)-(\d+)", page, re.M)
+    assert [r[0] for r in rows] == ["transformer.py", "gat.py", "gcn.py", "pooling.py"]
+    for module, *lines in rows:
+        tree = ast.parse((ROOT / "models" / "aggregators" / module).read_text())
+        methods = {n.name: (n.lineno, n.end_lineno) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        named = {"forward": tuple(map(int, lines[:2])), "forward_dense": tuple(map(int, lines[2:]))}
+        assert named == {m: methods[m] for m in named}, module
+    readme = (ROOT / "README.md").read_text()
+    cited = re.findall(r"\[`models/aggregators/(\w+\.py)`\]\([^)]*\), `forward`: lines (\d+)-(\d+)", readme)
+    assert [c[0] for c in cited] == ["transformer.py", "gat.py", "gcn.py"]
+    assert {c[0]: c[1:] for c in cited} == {
+        r[0]: r[1:3] for r in rows if r[0] in ("transformer.py", "gat.py", "gcn.py")
+    }
