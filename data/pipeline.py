@@ -65,7 +65,8 @@ def make_construction(graph_cfg: Mapping, vocab: Vocab, model_cfg, kind: GraphKi
     (a ``<cls>`` node for ``readout=cls``; ``ndata['pe']`` for a structural positional encoding).
     Graphs over words; ``models.make_construction`` asks a family that builds its graphs on its own tokens
     (a pretrained model's word pieces) for its own construction first. ``model_cfg``: the model's typed
-    config or a mapping; ``kind``: the graph's registry entry, when the caller has it (else looked up here)."""
+    config or a mapping; ``kind``: the graph's registry entry, when the caller has it (else looked up here, the
+    one lookup); the construction holds it (``GraphConstruction.kind``)."""
     kind = kind or graph_kind(graph_cfg["name"])
     model_cfg = model_cfg if isinstance(model_cfg, Mapping) else vars(model_cfg)  # a typed config: its fields
     positional = model_cfg.get("positional", "none")
@@ -84,6 +85,7 @@ def make_construction(graph_cfg: Mapping, vocab: Vocab, model_cfg, kind: GraphKi
         pe=positional if positional in STRUCTURAL_PE else None,
         pe_dim=int(model_cfg.get("pe_dim", 8)),
         pe_graph=model_cfg.get("pe_graph", "tree"),
+        looked_up=kind,
     )
 
 

@@ -49,13 +49,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from pathlib import Path
 
 import dgl
 import torch
 
-from data.graphs import GRAPH_KINDS, graph_kind
+from data.graphs import GRAPH_KINDS, GraphKind, graph_kind
+from data.graphs.construction import held_kind
 from data.graphs.lift import lift_edges, phrase_spans
 
 log = logging.getLogger(__name__)
@@ -201,7 +202,7 @@ def piece_graphs() -> tuple[str, ...]:
 
 
 def word_edges(
-    graph: str,
+    graph: str | GraphKind,
     n_words: int,
     heads: Sequence[int] | None = None,
     window: int = 2,
@@ -211,16 +212,19 @@ def word_edges(
     """The word-level construction ``graph`` over n words (self loops on): ``(src, dst, extra nodes,
     extra nodes' word spans)``, as its registry entry (``data.graphs.GraphKind.word_graph``) makes it.
     ``dep`` needs ``heads`` (-1 at a root); a gold-tree kind (``tree``) takes the gold constituency
-    ``parent`` (phrases become extra nodes) or, without it, ``heads``."""
-    kind = graph_kind(graph)  # an unknown name: one line naming the valid ones
+    ``parent`` (phrases become extra nodes) or, without it, ``heads``. ``graph``: the name, or its registry
+    entry (a :class:`PieceConstruction` passes the one it holds: no lookup per sentence)."""
+    kind = graph if isinstance(graph, GraphKind) else graph_kind(graph)  # an unknown name: one line, the valid ones
     if kind.word_graph is None:
-        raise ValueError(f"graph={graph} is not built on word pieces; valid graphs here: {', '.join(piece_graphs())}")
+        raise ValueError(
+            f"graph={kind.name} is not built on word pieces; valid graphs here: {', '.join(piece_graphs())}"
+        )
     return kind.word_graph(n_words, heads, parent, window, bpt_k)  # a kind that reads no gold tree ignores parent
 
 
 def piece_graph(
     pieces: Pieces,
-    graph: str,
+    graph: str | GraphKind,
     heads: Sequence[int] | None = None,
     window: int = 2,
     bpt_k: int = 4,
@@ -247,7 +251,8 @@ def piece_graph(
             first_piece.setdefault(w, node)
     extra_pos = [min((first_piece[w] for w in range(lo, hi) if w in first_piece), default=0) for lo, hi in spans]
     if n_extra and mask_id is None:
-        raise ValueError(f"graph={graph} adds {n_extra} nodes with no token: pass mask_id (WordPiece.mask_id)")
+        name = graph.name if isinstance(graph, GraphKind) else graph
+        raise ValueError(f"graph={name} adds {n_extra} nodes with no token: pass mask_id (WordPiece.mask_id)")
     g.ndata["tok"] = torch.tensor(pieces.ids + [mask_id] * n_extra, dtype=torch.long)
     g.ndata["pos"] = torch.tensor(list(range(p)) + extra_pos, dtype=torch.long)
     g.ndata["segment"] = torch.zeros(p + n_extra, dtype=torch.long)
@@ -275,21 +280,34 @@ class PieceConstruction:
     dynamic: bool = False
     dense_complete: bool = False
     distances: str = "none"  # none | dep | tree: edata["dist"] on every edge (module docstring); in the cache key
+    looked_up: InitVar[GraphKind | None] = None  # GRAPH_KINDS[name], when the caller has it; no field, not in the key
 
-    def __post_init__(self):
+    def __post_init__(self, looked_up: GraphKind | None):
         valid = ("none", *distance_trees())
         if self.distances not in valid:
             raise ValueError(f"unknown tree for the distance buckets {self.distances!r}; valid: {', '.join(valid)}")
         self._fallback_logged = False
-        if self.kind.word_graph is None:  # an unknown name was refused by graph_kind already
+        self._kind = held_kind(self.name, looked_up)  # an unknown name: the registry's one line
+        if self._kind.word_graph is None:
             raise ValueError(
                 f"graph={self.name} is not built on word pieces; valid graphs here: {', '.join(piece_graphs())}"
             )
         self._wordpiece = None
+        # the distances' tree reads the gold tree where there is one (tree), or the dependency parse (dep)
+        self._reads_gold = self.distances != "none" and graph_kind(self.distances).gold_tree
 
     @property
-    def kind(self):
-        return graph_kind(self.name)
+    def kind(self) -> GraphKind:
+        """The graph's registry entry: the caller's (``looked_up``), else looked up once when made."""
+        return self._kind
+
+    def __getstate__(self) -> dict:
+        """Pickled without the registry entry, whose functions may be lambdas (looked up again when read)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_kind"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._kind = graph_kind(self.name)
 
     @property
     def wordpiece(self) -> WordPiece:
@@ -300,14 +318,14 @@ class PieceConstruction:
     def __call__(self, words: Sequence[str], heads: Sequence[int] | None = None, gold=None) -> dgl.DGLGraph:
         parent = gold[0] if gold is not None and self.kind.gold_tree else None
         pieces = self.wordpiece.pieces(words)
-        g = piece_graph(pieces, self.name, heads, self.window, self.k, self.wordpiece.mask_id, parent)
+        g = piece_graph(pieces, self.kind, heads, self.window, self.k, self.wordpiece.mask_id, parent)
         if self.distances != "none":
             g.edata["dist"] = self.buckets(pieces, g, heads, gold)
         return g
 
     def buckets(self, pieces: Pieces, g: dgl.DGLGraph, heads, gold) -> torch.Tensor:
         """(E,) the distance bucket of every edge of ``g`` in the tree ``distances`` names."""
-        reads_gold = graph_kind(self.distances).gold_tree  # tree: the gold tree where there is one
+        reads_gold = self._reads_gold  # tree: the gold tree where there is one
         parent = gold[0] if gold is not None and reads_gold else None
         if reads_gold and parent is None and not self._fallback_logged:
             log.info("no gold tree in this dataset: the tree distances come from the dependency parse (as graph=tree)")

@@ -526,8 +526,9 @@ def build_minilm_family(config: MiniLMConfig, vocab_size: int, num_classes: int,
     )
 
 
-def minilm_construction(config: MiniLMConfig, graph_cfg: Mapping):
-    """The word-piece construction of ``graph=`` for this model's tokenizer."""
+def minilm_construction(config: MiniLMConfig, graph_cfg: Mapping, kind=None):
+    """The word-piece construction of ``graph=`` for this model's tokenizer. ``kind``: the graph's registry entry
+    (``data.graphs.GraphKind``), when the caller has it (else the construction looks it up)."""
     from dataclasses import fields
 
     from data.wordpiece import PieceConstruction
@@ -544,6 +545,7 @@ def minilm_construction(config: MiniLMConfig, graph_cfg: Mapping):
         max_pieces=config.max_pieces,
         distances=config.distances(),
         **{k: v for k, v in settings.items() if k != "max_pieces"},
+        looked_up=kind,
     )
 
 

@@ -108,7 +108,7 @@ class ModelFamily:
     memory: str = "layers"
     own_tokenizer: bool = False  # brings its own tokenizer and vocabulary (a pretrained model)
     graphs_on_own_tokens: bool = False  # its graphs are built over its own tokens (word pieces), not words
-    # for graphs_on_own_tokens: (typed config, graph config) -> the construction that turns a sentence's words
+    # for graphs_on_own_tokens: (typed config, graph config, GraphKind) -> the construction that turns a sentence's words
     # into a graph on its tokens (data.wordpiece.PieceConstruction: tokenise, then lift the word-level graph)
     construction: Callable | None = None
     # its builder gets the Vocab itself (tokens, training counts) in place of vocab_size, when the caller has
@@ -227,7 +227,8 @@ def make_construction(graph_cfg: Mapping, vocab, model_cfg, kind=None):
     """The graph construction of a run: the model family's own (``graphs_on_own_tokens``: graphs on its word
     pieces, from the same ``graph=``) or the word-level one of ``data.pipeline.make_construction``.
     ``kind``: the graph's ``data.graphs.GraphKind``, when the caller has looked it up (train.py's
-    ``RunConfig.graph``); ``model_cfg``: the typed config (or a mapping, which is typed here)."""
+    ``RunConfig.graph``; else looked up here, once), handed to the construction, which holds it;
+    ``model_cfg``: the typed config (or a mapping, which is typed here)."""
     from data.pipeline import make_construction as word_construction
 
     name = model_cfg.get("name") if isinstance(model_cfg, Mapping) else getattr(model_cfg, "name", None)
@@ -237,6 +238,6 @@ def make_construction(graph_cfg: Mapping, vocab, model_cfg, kind=None):
             if kind is None:
                 from data.graphs import graph_kind
 
-                graph_kind(graph_cfg["name"])  # an unknown graph: the registry's one line
-            return family.construction(model_config(model_cfg), graph_cfg)
+                kind = graph_kind(graph_cfg["name"])  # the one lookup; an unknown graph: the registry's one line
+            return family.construction(model_config(model_cfg), graph_cfg, kind)
     return word_construction(graph_cfg, vocab, model_cfg, kind)

@@ -38,9 +38,11 @@ constructions also store, per node, ``ndata['parent']`` (-1 at a root), ``ndata[
 parent's children) and ``ndata['height']`` (0 at a leaf, 1 + the tallest child otherwise): the schedule of the
 recursive models (``models/recursive.py``).
 
-``graph=dep`` travels: ``graph_kind("dep")`` (``registry.py``) -> ``GRAPH_KINDS["dep"]``, registered by
-``dep.py`` when this package imports it -> ``GraphConstruction(name="dep")(tok_ids, heads)``
-(``construction.py``) -> ``dep.build`` -> ``tree_utils.heads_over`` and ``tree_built`` -> ``edges.tree_edges``.
+``graph=dep`` travels: ``graph_kind("dep")`` (``registry.py``; once a run, in ``engine.config.check_config``) ->
+``GRAPH_KINDS["dep"]``, registered by ``dep.py`` when this package imports it -> handed down to
+``GraphConstruction(name="dep", looked_up=kind)`` (``construction.py``), which holds it -> for each sentence
+``construction(tok_ids, heads)`` -> ``kind.build``, i.e. ``dep.build`` -> ``tree_utils.heads_over`` and
+``tree_built`` -> ``edges.tree_edges``.
 """
 
 import importlib

@@ -7,7 +7,7 @@ nodes, positions, the root flag, edge types, the structural positional encoding 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 
 import dgl
 import torch
@@ -15,9 +15,19 @@ import torch
 from data.graphs.complete import KIND as COMPLETE
 from data.graphs.edges import CLS_EDGE, SELF, Edges, cls_edges, edge_types
 from data.graphs.positional import PE_GRAPHS, STRUCTURAL_PE, positions
-from data.graphs.registry import GRAPH_KINDS, Built, GraphKind, graph_kind
+from data.graphs.registry import Built, GraphKind, graph_kind
 from data.graphs.tree_utils import tree_schedule
 from data.vocab import PHRASE, SPECIALS
+
+
+def held_kind(name: str, looked_up: GraphKind | None) -> GraphKind:
+    """The registry entry a construction named ``name`` holds: ``looked_up`` when its caller has it (checked to be
+    ``name``'s), else :func:`graph_kind`'s (an unknown name refused in one line)."""
+    if looked_up is None:
+        return graph_kind(name)
+    if looked_up.name != name:
+        raise ValueError(f"a construction of graph={name} given the registry entry of graph={looked_up.name}")
+    return looked_up
 
 
 @dataclass
@@ -28,8 +38,10 @@ class GraphConstruction:
     ``<cls>``) and ``ndata['root']`` (True at the tree's root, else at token 0).
     For a ``dynamic`` construction (knn), the graph built here holds only the nodes (and ``<cls>``
     edges); the model rebuilds its edges from its current features (``models/knn.py``).
-    Its facts (tree, extra nodes, edge count...) are its :class:`GraphKind`'s, ``self.kind``.
-    The fields are the graph cache's key (``data/pipeline.py``): a new field changes every key.
+    Its facts (tree, extra nodes, edge count...) are its :class:`GraphKind`'s, ``self.kind``: the registry entry
+    the caller looked up (``looked_up``: ``engine.config.check_config``'s, handed down by ``make_construction``),
+    else looked up here, once. The fields are the graph cache's key (``data/pipeline.py``): a new field changes
+    every key; ``looked_up`` is no field (not in ``asdict``, the key, ``repr`` or ``==``).
     """
 
     name: str = COMPLETE.name  # the default construction
@@ -41,9 +53,10 @@ class GraphConstruction:
     pe: str | None = None  # lap_pe | random_walk_pe: store ndata['pe'] (n, pe_dim), zeros at <cls>
     pe_dim: int = 8
     pe_graph: str = "tree"  # the graph the positions come from: tree | chain (i - 1 -- i) | graph (this one)
+    looked_up: InitVar[GraphKind | None] = None  # GRAPH_KINDS[name], when the caller has it
 
-    def __post_init__(self):
-        kind = graph_kind(self.name)
+    def __post_init__(self, looked_up: GraphKind | None):
+        kind = self._kind = held_kind(self.name, looked_up)
         if self.pe is not None and self.pe not in STRUCTURAL_PE:
             raise ValueError(f"unknown structural positional encoding {self.pe!r}; valid: {', '.join(STRUCTURAL_PE)}")
         if self.pe_graph not in PE_GRAPHS:
@@ -53,7 +66,15 @@ class GraphConstruction:
 
     @property
     def kind(self) -> GraphKind:
-        return GRAPH_KINDS[self.name]
+        return self._kind
+
+    def __getstate__(self) -> dict:
+        """Pickled (a loader's copy, a checkpoint) without the registry entry, whose functions may be lambdas."""
+        return {k: v for k, v in self.__dict__.items() if k != "_kind"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._kind = graph_kind(self.name)
 
     @property
     def dynamic(self) -> bool:

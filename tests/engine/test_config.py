@@ -128,21 +128,58 @@ def test_the_run_config_is_typed_and_carries_every_stage_s_settings():
     assert run_cfg.epoch_settings(False).max_epochs == 2 and run_cfg.resolved["graph"]["name"] == "tree"
 
 
-def test_the_graph_kind_is_looked_up_once_and_passed_down(monkeypatch):
-    """check_config looks the graph's name up; build_data hands that GraphKind down to the construction, which
-    does not look the name up again (data.pipeline.make_construction's own lookup is for callers without one)."""
-    import torch
+def count_graph_lookups(monkeypatch) -> list[str]:
+    """Every lookup of a graph name (``data.graphs.graph_kind``, wherever a module holds it) from now on, in order."""
+    import data.graphs.registry
 
-    import data.pipeline
-    from engine.config import check_config
-    from engine.distributed import SINGLE
-    from train import build_data
+    looked_up, original = [], data.graphs.registry.graph_kind
 
-    run_cfg = check_config(compose_config(["debug=tiny", "graph=window", "trainer.progress=false"]))
+    def counted(name):
+        looked_up.append(name)
+        return original(name)
 
-    def no_second_lookup(name):
-        raise AssertionError(f"graph {name!r} looked up again")
+    for module in list(sys.modules.values()):
+        if getattr(module, "graph_kind", None) is original:
+            monkeypatch.setattr(module, "graph_kind", counted)
+    return looked_up
 
-    monkeypatch.setattr(data.pipeline, "graph_kind", no_second_lookup)
-    data = build_data(run_cfg, (torch.device("cpu"),) * 2, SINGLE)
-    assert data.construction.kind is run_cfg.graph and data.construction.window == 2
+
+def test_the_graph_kind_is_looked_up_once_and_passed_down(monkeypatch, tmp_path, tiny_overrides):
+    """A training run looks its graph's name up once (check_config); that GraphKind travels down to the
+    construction (build_data -> models.make_construction -> data.pipeline.make_construction), which holds it and
+    builds every graph with it. Failed with the old second lookup in GraphConstruction.__post_init__."""
+    import data.pipeline  # noqa: F401  (every module that holds graph_kind, imported before the count)
+    import data.wordpiece  # noqa: F401
+    import engine.checkpoint  # noqa: F401
+
+    looked_up = count_graph_lookups(monkeypatch)
+    results = run(compose_config([*tiny_overrides, "graph=window"]), tmp_path)
+    assert results["graph"] == "window" and looked_up == ["window"]
+
+
+def test_a_construction_holds_the_kind_it_is_given(monkeypatch):
+    """Handed the GraphKind, neither construction looks a name up, made or building (a word-piece construction
+    once per sentence before); made without one (a tool, an old checkpoint, a pickled copy) each looks it up once.
+    The kind is no field: the graph cache's key (asdict) and equality are as before."""
+    import dataclasses
+    import pickle
+
+    from data.graphs import GraphConstruction, graph_kind
+    from data.wordpiece import PieceConstruction
+    from models.minilm import model_dir
+
+    dep, window = graph_kind("dep"), graph_kind("window")
+    tokenizer = str(model_dir() / "tokenizer.json")
+    looked_up = count_graph_lookups(monkeypatch)
+    word = GraphConstruction("window", window=1, looked_up=window)
+    assert word.kind is window and word([3, 4, 5]).num_edges() == 7
+    pieces = PieceConstruction("dep", tokenizer, looked_up=dep)
+    assert pieces.kind is dep and pieces(["a", "cat", "sat"], [1, 2, -1]).num_nodes() == 5
+    assert looked_up == []
+    assert dataclasses.asdict(word) == dataclasses.asdict(
+        GraphConstruction("window", window=1)
+    ) and "looked_up" not in (dataclasses.asdict(pieces))
+    assert looked_up == ["window"]
+    assert pickle.loads(pickle.dumps(word)) == word and looked_up == ["window", "window"]
+    with pytest.raises(ValueError, match="a construction of graph=window given the registry entry of graph=dep"):
+        GraphConstruction("window", looked_up=dep)

@@ -33,6 +33,24 @@ def test_every_tutorial_is_listed():
     assert on_disk == set(TUTORIALS)
 
 
+# what a cell of path arithmetic or environment setup writes: tutorials/_setup.py does it once for every part
+SETUP_WORDS = ("sys.path", "os.chdir", "__file__", "Path.cwd", "os.environ", "parent.parent", "DGLBACKEND")
+
+
+@pytest.mark.parametrize("script", sorted(TUTORIALS))
+def test_each_part_opens_on_its_idea_after_one_line_of_shared_setup(script):
+    """A part's setup is one line of its first code cell (``from _setup import ...``, the helper every part
+    shares; at most two lines), and no cell does path arithmetic or sets the environment: on the website
+    (tools/site.py) the reader meets the idea, not the plumbing."""
+    text = (ROOT / "tutorials" / script).read_text()
+    cells = [c for c in text.split("\n# %%") if not c.startswith(" [markdown]")][1:]  # code cells, header aside
+    setup = [line for line in cells[0].splitlines() if "_setup" in line]
+    assert 1 <= len(setup) <= 2 and setup[0].startswith("from _setup import "), setup
+    assert not [line for line in text.splitlines() if "_setup" in line and line not in setup]
+    bad = [(n, line) for n, line in enumerate(text.splitlines(), 1) if any(w in line for w in SETUP_WORDS)]
+    assert bad == [], f"{script}: setup outside tutorials/_setup.py: {bad}"
+
+
 @pytest.mark.parametrize("script", sorted(TUTORIALS))
 def test_tutorial_runs(script):
     env = {
