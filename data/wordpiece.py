@@ -4,19 +4,10 @@ A pretrained BERT-style model (``models/minilm.py``) reads WordPiece tokens, not
 is ``un ##bel ##ie ##va ##bly``, and every sentence is framed as ``[CLS] pieces... [SEP]``. The
 graphs of ``data/graphs/`` are built over *words* (a dependency parse, a window of words, the
 binary partition of BP-Transformer). This module turns a sentence given as words into pieces, each
-with the index of the word it came from, and lifts a word-level edge list to the pieces by one rule
-(``data.graphs.lift.lift_edges``; each construction's word-level graph is its ``GraphKind.word_graph``):
-
-  1. **the pieces of one word are linked to each other** (every ordered pair, each piece to itself
-     included), so a word is never cut apart by the graph;
-  2. **each piece inherits its word's edges**: a word edge ``u -> v`` becomes every piece of u -> every
-     piece of v;
-  3. **[CLS] and [SEP] are global nodes**: they send to and receive from every node, themselves and each
-     other included.
-
-Nodes that are not words (the span nodes of ``bpt``, the phrase nodes of a gold constituency tree)
-stay single nodes: an edge to or from one goes
-to or from every piece of the word at the other end. Lifting the complete word graph (self loops
+with the index of the word it came from, and lifts a word-level edge list to the pieces by the rule of
+``data/graphs/lift.py`` (``lift_edges``: a word's pieces linked to each other, each piece inheriting its word's
+edges, [CLS] and [SEP] global; each construction's word-level graph is its ``GraphKind.word_graph``).
+Lifting the complete word graph (self loops
 included) gives the complete graph over ``[CLS] pieces [SEP]``: exactly the full attention of HF's
 ``BertModel`` (tests/models/test_minilm.py checks it layer by layer). Lifting ``none`` (each word hears only
 itself) leaves each word a bag of its pieces that can still read [CLS] and [SEP].
@@ -56,7 +47,7 @@ import dgl
 import torch
 
 from data.graphs import GRAPH_KINDS, GraphKind, graph_kind
-from data.graphs.construction import held_kind
+from data.graphs.construction import HoldsKind, held_kind
 from data.graphs.lift import lift_edges, phrase_spans
 
 log = logging.getLogger(__name__)
@@ -261,7 +252,7 @@ def piece_graph(
 
 
 @dataclass
-class PieceConstruction:
+class PieceConstruction(HoldsKind):
     """The graph construction of a model that reads its own WordPiece tokens (``ModelFamily.graphs_on_own_tokens``):
     ``construction(words, heads, gold) -> DGLGraph`` tokenises the sentence's words and lifts the word-level
     graph ``name`` to the pieces (module docstring). ``gold``: the dataset's ``(parent, slot)`` gold tree, read
@@ -295,19 +286,6 @@ class PieceConstruction:
         self._wordpiece = None
         # the distances' tree reads the gold tree where there is one (tree), or the dependency parse (dep)
         self._reads_gold = self.distances != "none" and graph_kind(self.distances).gold_tree
-
-    @property
-    def kind(self) -> GraphKind:
-        """The graph's registry entry: the caller's (``looked_up``), else looked up once when made."""
-        return self._kind
-
-    def __getstate__(self) -> dict:
-        """Pickled without the registry entry, whose functions may be lambdas (looked up again when read)."""
-        return {k: v for k, v in self.__dict__.items() if k != "_kind"}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._kind = graph_kind(self.name)
 
     @property
     def wordpiece(self) -> WordPiece:

@@ -30,8 +30,29 @@ def held_kind(name: str, looked_up: GraphKind | None) -> GraphKind:
     return looked_up
 
 
+class HoldsKind:
+    """What a construction (``GraphConstruction``, ``data.wordpiece.PieceConstruction``) does with the registry
+    entry it holds: reads it as ``kind``, and leaves it out when pickled (a loader's copy, a checkpoint: the
+    entry's functions may be lambdas), looking it up again by ``name`` when read back."""
+
+    name: str
+    _kind: GraphKind
+
+    @property
+    def kind(self) -> GraphKind:
+        """The graph's registry entry: the caller's (``looked_up``), else looked up once when made."""
+        return self._kind
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_kind"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._kind = graph_kind(self.name)
+
+
 @dataclass
-class GraphConstruction:
+class GraphConstruction(HoldsKind):
     """A named construction with its settings: ``construction(tok_ids, heads) -> DGLGraph``.
 
     The graph carries ``ndata['tok']`` (token ids), ``ndata['pos']`` (positions, -1 for
@@ -63,18 +84,6 @@ class GraphConstruction:
             raise ValueError(f"unknown model.pe_graph {self.pe_graph!r}; valid: {', '.join(PE_GRAPHS)}")
         if kind.check is not None:
             kind.check(self)
-
-    @property
-    def kind(self) -> GraphKind:
-        return self._kind
-
-    def __getstate__(self) -> dict:
-        """Pickled (a loader's copy, a checkpoint) without the registry entry, whose functions may be lambdas."""
-        return {k: v for k, v in self.__dict__.items() if k != "_kind"}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._kind = graph_kind(self.name)
 
     @property
     def dynamic(self) -> bool:

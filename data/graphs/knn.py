@@ -10,19 +10,11 @@ from __future__ import annotations
 
 import torch
 
-from data.graphs.registry import Built, GraphKind, register_graph
+from data.graphs.registry import Built, GraphKind, refuses_pe_graph, register_graph
 
 
 def build(c, n: int, heads, tree) -> Built:
     return Built(torch.empty(0, dtype=torch.long), torch.empty(0, dtype=torch.long))  # edges come later
-
-
-def check(c) -> None:
-    if c.pe is not None and c.pe_graph == "graph":
-        raise ValueError(
-            f"model.pe_graph=graph cannot use graph={c.name} (knn's edges change every layer): "
-            "use model.pe_graph=tree or chain"
-        )
 
 
 KIND = register_graph(
@@ -32,6 +24,6 @@ KIND = register_graph(
         "every token receives from its k nearest tokens in the model's current features, rebuilt per layer",
         dynamic=True,
         edge_count=lambda c, n: (c.k + 1) * n,  # k neighbours and a self loop per token
-        check=check,
+        check=refuses_pe_graph("knn's edges change every layer"),
     )
 )

@@ -75,3 +75,16 @@ def graph_kind(name: str) -> GraphKind:
 def tree_graphs() -> tuple[str, ...]:
     """The registered constructions that carry a tree."""
     return tuple(k.name for k in GRAPH_KINDS.values() if k.is_tree)
+
+
+def refuses_pe_graph(why: str) -> Callable[..., None]:
+    """A kind's ``check`` for a graph whose edges cannot be encoded as positions: ``model.pe_graph=graph``
+    is refused in one line saying ``why`` (knn: they change every layer; none: there are none)."""
+
+    def check(c) -> None:
+        if c.pe is not None and c.pe_graph == "graph":
+            raise ValueError(
+                f"model.pe_graph=graph cannot use graph={c.name} ({why}): use model.pe_graph=tree or chain"
+            )
+
+    return check

@@ -244,35 +244,20 @@ def test_a_new_module_of_data_graphs_registers_without_being_listed(tmp_path):
     assert run.stdout.split("\n")[:2] == [" ".join([*GRAPH_KINDS, "star"]), "star"]
 
 
-def _first_token_splits(cfg, progress=True):
-    """A toy task: the label is the first token (0 or 1) of a random string of 0s and 1s; a chain as its tree."""
-    import random
-
-    import datasets
-
-    rng, out = random.Random(int(cfg["seed"])), {}
-    for split in ("train", "val", "test"):
-        rows = []
-        for _ in range(int(cfg[f"num_{split}"])):
-            tokens = [rng.choice("01") for _ in range(rng.randint(2, int(cfg["max_length"])))]
-            heads = [-1] + list(range(len(tokens) - 1))
-            rows.append({"tokens": tokens, "label": int(tokens[0]), "heads": heads, "length": len(tokens)})
-        out[split] = datasets.Dataset.from_list(rows)
-    return out
-
-
 @pytest.fixture
 def first_token_dataset(tmp_path):
-    """The two files of a new dataset: its module (here registered from the test) and its YAML."""
-    from data.datasets import DATASETS, DatasetEntry, register_dataset
+    """The two files of a new dataset: its module (tests/helpers/toy_dataset.py, which registers itself when
+    imported, as a module of data/ is when the dataset registry imports them) and its YAML."""
+    from data.datasets import DATASETS
 
-    register_dataset(DatasetEntry("first_token", _first_token_splits, None, "the first of 0/1 tokens", num_classes=2))
+    assert "first_token" not in DATASETS
+    importlib.import_module("tests.helpers.toy_dataset")
     (tmp_path / "conf" / "dataset").mkdir(parents=True)
     (tmp_path / "conf" / "dataset" / "first_token.yaml").write_text(
         "name: first_token\nnum_train: 400\nnum_val: 100\nnum_test: 100\nmax_length: 12\nseed: 0\n"
     )
     yield tmp_path / "conf"
-    del DATASETS["first_token"]
+    del DATASETS["first_token"], sys.modules["tests.helpers.toy_dataset"]
 
 
 def test_a_toy_dataset_added_through_two_files_trains_and_learns(first_token_dataset, tmp_path):
