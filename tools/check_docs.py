@@ -458,7 +458,7 @@ HARDWARE = re.compile(
 )
 
 
-QUOTED = re.compile(r"<!--\s*quoted:\s*(.*?)\s*-->")  # "<!-- quoted: issue 32, measured on ... -->"
+QUOTED = re.compile(r"<!--\s*quoted:\s*(\S.*?)\s*-->")  # "<!-- quoted: issue 32, measured on ... -->": a source
 ITEM = re.compile(r"\s*(?:[-*+]|\d+\.) ")  # a list item starts a paragraph of its own
 
 

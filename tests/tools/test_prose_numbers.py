@@ -181,11 +181,12 @@ def test_a_quoted_paragraph_and_the_table_after_it_are_listed_as_quoted(tmp_path
         "| n | complete |\n|---|---|\n| 64 | 11.7 |\n\n"
         "| ours | complete |\n|---|---|\n| 64 | 0.455 |\n\n"
         "Back to ours: 0.478.\nIn 3.5 s.\n\n"
-        "- <!-- quoted: issue 32 --> An H100 item: 0.57\n  and 0.78,\n- and our item: 0.437.\n"
+        "- <!-- quoted: issue 32 --> An H100 item: 0.57\n  and 0.78,\n- and our item: 0.437.\n\n"
+        "<!-- quoted: --> A marker that names no source quotes nothing: 0.61.\n"
     )
     assert check_docs.untied() == {
         "README.md": {
-            "untied": ["0.577", "0.455", "0.478", "0.437"],
+            "untied": ["0.577", "0.455", "0.478", "0.437", "0.61"],
             "quoted": ["0.98", "1.01", "11.7", "0.57", "0.78"],
             "hardware": ["3.5"],
         }
