@@ -17,7 +17,8 @@ Exits non-zero, naming the file, the line and both values, when
    and every ``docs/results/...``, ``results/...`` or ``bench/results/...`` path cited in them, in
    ``conf/**/*.yaml`` and in ``tutorials/*.py``;
 4. **a number in prose differs from the record it restates**: ``<!-- ref: FILE > ROW > COLUMN -->`` after a
-   number in README, docs/**.md or a tutorial (``# ref: ...`` at the end of a Python line), and every cell
+   number in README, docs/**.md or a tutorial (``# ref: ...`` at the end of a Python line; ``<!-- ref:
+   noise n=N p=P [difference] [x2] -->`` after a binomial standard error, worked out again), and every cell
    of a table under ``<!-- restates: FILE -->`` (docs/configuration.md, "Numbers in prose"). The numbers
    no reference ties are listed in ``docs/results/unchecked_numbers.json`` (``--write-untied``).
 
@@ -304,6 +305,27 @@ def resolve(spec: str, page: str, pair: bool = False) -> tuple[list[str], str]:
     raise Problem(f"{page}: {parts[0]} has no cell {row!r} / {col!r}" + (f" in table {title!r}" if title else ""))
 
 
+NOISE = re.compile(r"noise\s+n=([\d,]+)\s+p=(0?\.\d+)((?:\s+(?:difference|x\d+))*)\s*$")
+
+
+def noise(spec: str, page: str) -> tuple[list[str], str]:
+    """``noise n=N p=P [difference] [xK]``: the binomial standard error of an accuracy P on N examples,
+    sqrt(P(1-P)/N), times sqrt(2) for a difference of two such accuracies, times K (``x2``: two standard
+    errors), as a fraction of one (the prose may write it in points)."""
+    from decimal import Decimal
+
+    m = NOISE.match(spec)
+    if not m:
+        raise Problem(f"{page}: reference {spec!r}: write noise n=N p=P [difference] [xK]")
+    n, p = int(m[1].replace(",", "")), Decimal(m[2])
+    value = (p * (1 - p) / n).sqrt()
+    if "difference" in m[3].split():
+        value *= Decimal(2).sqrt()
+    for k in re.findall(r"x(\d+)", m[3]):
+        value *= int(k)
+    return [str(value)], f"the binomial standard error ({spec})"
+
+
 def combined(spec: str, page: str) -> tuple[list[str], str]:
     """``A minus B`` or ``A over B``, two references of ``resolve``'s kind: the difference or the ratio of
     their (first) numbers."""
@@ -332,7 +354,9 @@ def check_refs() -> list[str]:
                 before = REF.sub("", line[: m.start()])
                 written = numbers(before)
                 try:
-                    if COMBINED.search(spec):  # "A minus B", "A over B": two values combined
+                    if spec.startswith("noise "):  # a standard error worked out from n and p, not read
+                        found, where = noise(spec, f"{rel}:{number}")
+                    elif COMBINED.search(spec):  # "A minus B", "A over B": two values combined
                         found, where = combined(spec, f"{rel}:{number}")
                     else:
                         found, where = resolve(spec, f"{rel}:{number}", pair=bool(PAIR.search(before)))
@@ -423,15 +447,19 @@ def check_restated() -> list[str]:
 # ---------------------------------------------------------------- numbers no reference ties
 
 UNTIED = Path("docs/results/unchecked_numbers.json")
-VERSION = re.compile(r"\b(?:torch|dgl|DGL|[Pp]ython|CUDA|cuda)[ =]*v?\d+(?:\.\d+)+\S*")
+VERSION = re.compile(r"\b(?:torch|dgl|DGL|[Pp]ython|CUDA|cuda)(?: (?:newer|older) than)?[ =]*v?\d+(?:\.\d+)+\S*")
 STRING = re.compile(r"\"[^\"]*\"|'[^']*'")
 RESULT_NUMBER = re.compile(r"(?<![\w.\-/=])−?\d+\.\d+(?![\w.]*[/_])")  # a decimal: how results are written
 PUBLISHED = re.compile(
-    r"et al\.|\b[A-Z][a-z]+ (?:&|and) [A-Z][a-z]+,? \(?(?:19|20)\d\d\b|\b(?:19|20)\d\d\b.*(?:table|paper|report)|\barXiv\b|published|BERT|Clark|Shen|Tai\b"
+    r"et al\.|\b[A-Z][a-z]+ (?:&|and) [A-Z][a-z]+,? \(?(?:19|20)\d\d\b|\b(?:19|20)\d\d\b.*(?:table|paper|report)|\barXiv\b|published(?! (?:recipe|settings?|hyperparameters|arity))|BERT|Clark|Shen|Tai\b"
 )
 HARDWARE = re.compile(
     r"(?<!['’])\b(?:s|ms|min|h|GB|GiB|MiB|MB|cores?|threads?|CPU-hours|hours?|minutes?|seconds?|GPU|H100|load average)\b|×"
 )
+
+
+QUOTED = re.compile(r"<!--\s*quoted:\s*(\S.*?)\s*-->")  # "<!-- quoted: issue 32, measured on ... -->": a source
+ITEM = re.compile(r"\s*(?:[-*+]|\d+\.) ")  # a list item starts a paragraph of its own
 
 
 def _kind(text: str) -> str:
@@ -445,21 +473,28 @@ def _drop_first(found: list[tuple[str, str]], number: str) -> list[tuple[str, st
 
 def untied() -> dict[str, dict[str, list[str]]]:
     """The decimals of README, docs/*.md and the tutorials that no reference or restated table ties to a
-    record, by page and by kind: ``published`` (a published anchor, cited on its line), ``hardware`` (a
-    timing or machine fact on a line that says so), ``untied`` (a result restated without a reference)."""
+    record, by page and by kind: ``published`` (a published anchor, cited on its line), ``quoted`` (a
+    measurement made outside the repository, in the paragraph that a ``<!-- quoted: SOURCE -->`` line
+    opens, or the table right after it), ``hardware`` (a timing or machine fact on a line that says so),
+    ``untied`` (a result restated without a reference)."""
     out: dict[str, dict[str, list[str]]] = {}
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "tutorials").glob("*.py"))]
     for path in pages:
         rel = str(path.relative_to(ROOT))
         restated = {n for _, rows in _restated_tables(path) for n, _ in rows}
-        generated, kinds = False, out.setdefault(rel, {})
+        generated, quoting, previous, kinds = False, False, "", out.setdefault(rel, {})
         lines = path.read_text().splitlines()
         header = lines.index("# ---", 1) + 1 if lines[:1] == ["# ---"] and "# ---" in lines[1:] else 0  # jupytext's
         for number, line in prose_lines(path):
             generated = (generated or START in line) and END not in line
+            # a quoted paragraph (one line carries the marker) and the table right after it, if any
+            table_ended = previous.startswith("|") and not line.startswith("|")
+            new_paragraph = (not previous.strip() or ITEM.match(line)) and line.strip() and not line.startswith("|")
+            quoting = (quoting and not table_ended and not new_paragraph) or bool(QUOTED.search(line))
+            previous = line
             if generated or number <= header or (number in restated and not PUBLISHED.search(line.split("|")[1])):
                 continue
-            text = REF.sub("", re.sub(r"\]\([^)]*\)", "]", line))  # link targets are not numbers of the prose
+            text = QUOTED.sub("", REF.sub("", re.sub(r"\]\([^)]*\)", "]", line)))  # link targets: no numbers
             text = VERSION.sub("", text)  # "torch 2.2.1", "dgl 2.1.0": versions, not results
             if path.suffix == ".py" and not line.lstrip().startswith("#"):
                 if not REF.search(line):
@@ -476,7 +511,7 @@ def untied() -> dict[str, dict[str, list[str]]]:
                 for tied in pair.groups() if pair else RESULT_NUMBER.findall(text_before)[-1:]:
                     found = _drop_first(found, tied)
             for n, kind in found:
-                kinds.setdefault(kind, []).append(n)
+                kinds.setdefault("quoted" if quoting else kind, []).append(n)
         if not kinds:
             del out[rel]
     return out
@@ -487,8 +522,9 @@ def write_untied() -> Path:
         "about": (
             "Decimals in README, docs/*.md and the tutorials that no `<!-- ref: -->` or `<!-- restates: -->` ties "
             "to a record (python -m tools.check_docs --write-untied; tests/tools/test_prose_numbers.py keeps it "
-            "equal to the pages). published: a published anchor, cited on its line; hardware: a timing or "
-            "machine fact; untied: a result restated without a reference (to be tied, then dropped from here)."
+            "equal to the pages). published: a published anchor, cited on its line; quoted: a measurement "
+            "made outside the repository, its source in the paragraph's <!-- quoted: --> marker; hardware: a "
+            "timing or machine fact; untied: a result restated without a reference (to be tied, then dropped from here)."
         ),
         "pages": untied(),
     }

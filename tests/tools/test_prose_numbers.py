@@ -152,3 +152,53 @@ def test_a_reference_to_a_ratio_of_two_cells(tmp_path, monkeypatch):
     )
     page.write_text("A pass took 5.8 s <!-- ref: docs/results/u.md > 1 > one pass over the batches (s) -->.\n")
     assert check_docs.check_refs() == []  # "over" inside a column's name is no ratio
+
+
+def test_a_binomial_noise_reference_is_worked_out_again_from_n_and_p(tmp_path, monkeypatch):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "tutorials").mkdir()
+    page = tmp_path / "README.md"
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    page.write_text(
+        "500 questions: about 1.8 <!-- ref: noise n=500 p=0.80 --> points at 80%, 2.5 <!-- ref: noise n=500 "
+        "p=0.80 difference --> for a difference; gaps under 1.4 <!-- ref: noise n=10,000 p=0.60 difference x2 -->.\n"
+    )
+    assert check_docs.untied() == {} and check_docs.check_refs() == []
+    page.write_text("Gaps under 1.5 <!-- ref: noise n=10,000 p=0.60 difference x2 --> points are noise.\n")
+    (problem,) = check_docs.check_refs()
+    assert problem.startswith("README.md:1: says 1.5, the binomial standard error (noise n=10,000 p=0.60 difference")
+    page.write_text("About 1.8 <!-- ref: noise n=500 -->.\n")
+    assert check_docs.check_refs() == ["README.md:1: reference 'noise n=500': write noise n=N p=P [difference] [xK]"]
+
+
+def test_a_quoted_paragraph_and_the_table_after_it_are_listed_as_quoted(tmp_path, monkeypatch):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "tutorials").mkdir()
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    (tmp_path / "README.md").write_text(
+        "Our run: 0.577.\n\n"
+        "The issue's H100: <!-- quoted: issue 32, a scratch script at 7ef2f89 -->\nratios of 0.98 and\n1.01:\n\n"
+        "| n | complete |\n|---|---|\n| 64 | 11.7 |\n\n"
+        "| ours | complete |\n|---|---|\n| 64 | 0.455 |\n\n"
+        "Back to ours: 0.478.\nIn 3.5 s.\n\n"
+        "- <!-- quoted: issue 32 --> An H100 item: 0.57\n  and 0.78,\n- and our item: 0.437.\n\n"
+        "<!-- quoted: --> A marker that names no source quotes nothing: 0.61.\n"
+    )
+    assert check_docs.untied() == {
+        "README.md": {
+            "untied": ["0.577", "0.455", "0.478", "0.437", "0.61"],
+            "quoted": ["0.98", "1.01", "11.7", "0.57", "0.78"],
+            "hardware": ["3.5"],
+        }
+    }
+
+
+def test_published_recipe_is_no_citation_and_newer_than_a_version_is_a_version(tmp_path, monkeypatch):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "tutorials").mkdir()
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    (tmp_path / "README.md").write_text(
+        "Missed by 5.1 points with the published recipe.\nLRA's published Transformer: 0.364.\n"
+        "DGL ships no CUDA build for torch newer than 2.4.\n"
+    )
+    assert check_docs.untied() == {"README.md": {"untied": ["5.1"], "published": ["0.364"]}}
