@@ -121,7 +121,8 @@ TABLES = [
 def _from_records(records: list[dict], root_name: str, command: str | None) -> str:
     from tools import results_table
 
-    return results_table.render(results_table.from_records(records), root_name, command)
+    runs = results_table.from_records(records, results_table.grid_keys(Path(root_name).stem))
+    return results_table.render(runs, root_name, command)
 
 
 def command_of(path: Path) -> str | None:

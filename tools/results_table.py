@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import shlex
 import statistics
 import sys
 from pathlib import Path
@@ -82,14 +83,27 @@ def collect(root: Path) -> list[dict]:
     return _with_factors(runs)
 
 
-def from_records(lines: list[dict]) -> list[dict]:
-    """The runs of committed records (``tools.records``), as ``collect`` gives them from run directories."""
+def grid_keys(experiment: str) -> list[str]:
+    """The settings ``conf/experiment/<experiment>.yaml``'s grids override, in the order the grids name them
+    (``[]`` without such a file): the order a sweep's ``.hydra/overrides.yaml`` lists them in."""
+    path = Path(__file__).resolve().parents[1] / "conf" / "experiment" / f"{experiment}.yaml"
+    grids = (yaml.safe_load(path.read_text()) or {}).get("experiment_grids") if path.is_file() else None
+    items = [item for grid in grids or [] if isinstance(grid, str) for item in shlex.split(grid)]
+    return list(dict.fromkeys(item.lstrip("+~").partition("=")[0] for item in items))
+
+
+def from_records(lines: list[dict], order: list[str] | tuple[str, ...] = ()) -> list[dict]:
+    """The runs of committed records (``tools.records``), as ``collect`` gives them from run directories.
+
+    Records keep their overrides sorted; ``order`` (``grid_keys``) puts the settings back in the order the
+    experiment's grid named them, so the rows are labelled as in a table drawn from the run directories."""
     runs = []
     for line in lines:
         r = dict(line)
         settings = {"model": r.get("model", "?"), "graph": r.get("graph", "?")}
-        for item in r["overrides"]:
-            key, _, value = item.lstrip("+~").partition("=")
+        items = [item.lstrip("+~").partition("=") for item in r["overrides"]]
+        rank = {key: k for k, key in enumerate(order)}
+        for key, _, value in sorted(items, key=lambda kv: rank.get(kv[0], len(rank))):  # stable: the rest sorted
             if not key.startswith("hydra.") and key not in NOT_FACTORS:
                 settings[key] = value
         r["_path"], r["_settings"], r["_curve"] = "", settings, r.get("curve", [])
@@ -395,7 +409,8 @@ def written_analysis(path: Path) -> str:
 def load(root: Path) -> list[dict]:
     """The runs of a sweep directory (``results.json`` files below it) or of a records file (``.jsonl``)."""
     if root.suffix == ".jsonl":
-        return from_records([json.loads(line) for line in root.read_text().splitlines() if line.strip()])
+        lines = [json.loads(line) for line in root.read_text().splitlines() if line.strip()]
+        return from_records(lines, grid_keys(root.stem))
     return collect(root)
 
 

@@ -67,6 +67,23 @@ def test_the_table_from_records_is_the_table_from_the_run_directories(tmp_path, 
     assert "| transformer | 0.600 ± 0.141 (n=2) | – |" in results_table.tables(from_records)
 
 
+def test_a_table_from_records_labels_its_rows_in_the_grids_order_not_the_records_sorted_one(tmp_path, records_dir):
+    root = tmp_path / "multirun" / "training"
+    for k, (norm, warmup, scaled) in enumerate([("pre", "0.0", "true"), ("post", "0.05", "false")]):
+        extra = [f"model.norm={norm}", f"optim.warmup_ratio={warmup}", f"model.scaled={scaled}"]  # the grid's order
+        write_run(root, f"{k}_r", "transformer", "complete", 0, 0.5 + k / 10, [(1.0, 0.5)], extra)
+    records.write_from_runs(root, "training")
+    assert records.read("training")[0]["overrides"][:3] == ["graph=complete", "model.norm=pre", "model.scaled=true"]
+    order = results_table.grid_keys("training")  # conf/experiment/training.yaml's grid
+    assert order == ["model.norm", "optim.warmup_ratio", "model.scaled", "seed"]
+    from_dirs = results_table.tables(results_table.collect(root))
+    assert "| model.norm, optim.warmup_ratio, model.scaled | test accuracy |" in from_dirs
+    assert results_table.tables(results_table.from_records(records.read("training"), order)) == from_dirs
+    sorted_labels = results_table.tables(results_table.from_records(records.read("training")))
+    assert "| model.norm, model.scaled, optim.warmup_ratio | test accuracy |" in sorted_labels
+    assert results_table.grid_keys("no_such_experiment") == []
+
+
 def test_a_rerun_replaces_its_own_lines_only(tmp_path, records_dir):
     records.write_from_runs(sweep(tmp_path / "multirun" / "x"), "x")
     before = (records_dir / "x.jsonl").read_text().splitlines()
