@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 import dgl  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+import yaml  # noqa: E402
 
 from bench.machine import add_arguments, pick_device, results_dir  # noqa: E402
 from data.text import load_text_splits  # noqa: E402
@@ -40,9 +41,10 @@ BATCH = 32
 
 
 def splits(data_dir: str, phrases: bool) -> dict:
-    """SST-5's parsed splits (the parse cache of a training run), with the phrases for training or not."""
-    cfg = {"name": "sst", "data_dir": data_dir, "lowercase": True, "seed": 0, "cache_dir": ".cache/tagnn"}
-    return load_text_splits({**cfg, "train_phrases": phrases}, progress=False)
+    """SST-5's parsed splits as ``conf/dataset/sst.yaml`` sets them (the parse cache of a training run), with the
+    phrases for training or not."""
+    cfg = yaml.safe_load((ROOT / "conf" / "dataset" / "sst.yaml").read_text())
+    return load_text_splits({**cfg, "data_dir": data_dir, "train_phrases": phrases}, progress=False)
 
 
 def batch(wordpiece, rows, idx: list[int]) -> tuple[dgl.DGLGraph, torch.Tensor]:
