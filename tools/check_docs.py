@@ -18,9 +18,11 @@ Exits non-zero, naming the file, the line and both values, when
    ``conf/**/*.yaml`` and in ``tutorials/*.py``;
 4. **a number in prose differs from the record it restates**: ``<!-- ref: FILE > ROW > COLUMN -->`` after a
    number in README, docs/**.md or a tutorial (``# ref: ...`` at the end of a Python line; ``<!-- ref:
-   noise n=N p=P [difference] [x2] -->`` after a binomial standard error, worked out again), and every cell
-   of a table under ``<!-- restates: FILE -->`` (docs/configuration.md, "Numbers in prose"). The numbers
-   no reference ties are listed in ``docs/results/unchecked_numbers.json`` (``--write-untied``).
+   noise n=N p=P [difference] [x2] -->`` after a binomial standard error, worked out again; ``<!-- ref: count
+   FILE > TABLE > @k >= X -->`` after a count of a table's cells, counted again; after "N of M", a first
+   reference ties N, a second M), and every cell of a table under ``<!-- restates: FILE -->``
+   (docs/configuration.md, "Numbers in prose"). The decimals, and the integers of an "N of M" or a
+   percentage, that no reference ties are listed in ``docs/results/unchecked_numbers.json`` (``--write-untied``).
 
     python -m tools.check_docs                   # check; exit 1 with one line per problem
     python -m tools.check_docs --write-headline  # read the headline numbers again, rewrite README's table
@@ -387,7 +389,7 @@ OF = re.compile(
 )
 OF_END = re.compile(OF.pattern + r"\s*$")
 COMMENT = re.compile(r"<!--.*?-->|#\s*ref:.*$")
-CONFIG = re.compile(r"<!--\s*config:\s*(\S.*?)\s*-->")  # "8 of 160 steps <!-- config: ... -->": settings, no result
+CONFIG = re.compile(r"<!--\s*config:\s*(\S.*?)\s*-->")  # "8 of 160 <!-- config: ... --> steps": a setting's, no result
 
 
 def _blank(line: str) -> str:
@@ -543,40 +545,66 @@ def _drop_first(found: list[tuple[str, str]], number: str) -> list[tuple[str, st
     return found if k is None else found[:k] + found[k + 1 :]
 
 
-def _of_numbers(line: str) -> list[tuple[str, str]]:
-    """The integers of a line's "N of M" (``29 of 32 heads``, ``12 of the 13 cells``) that no reference ties,
-    with their kind: the references right after it tie N, then M (``of_before``); a ``<!-- config: WHERE -->``
-    among them makes the rest ``config`` (a setting or a count the configs fix, not a result); in a table row
-    a number takes the kind of its cell and the row's label (``quoted`` where the cell carries the marker)."""
-    blank, out = _blank(line), []
-    bars = [k for k, ch in enumerate(blank) if ch == "|"] if line.startswith("|") else []
-    for m in OF.finditer(blank):
-        tied, config, at = 0, False, m.end(2)
-        for c in COMMENT.finditer(line, at):  # the comments right after M, only spaces between
-            if line[at : c.start()].strip():
-                break
-            tied += bool(REF.match(c[0]))
-            config = config or bool(CONFIG.match(c[0]))
-            at = c.end()
-        if len(bars) > 1:  # the cell the numbers stand in, and the row's label
-            right = next((k for k in bars if k > m.start()), len(line))
-            left = max([k for k in bars if k < m.start()], default=0)
-            cell = line[left + 1 : right]
-            kind = "quoted" if QUOTED.search(cell) else _kind(blank[bars[0] + 1 : bars[1]] + " " + blank[left:right])
-        else:
-            kind = _kind(blank)
-        for n in [m[1], m[2]][tied:]:
-            out.append((n.replace(",", ""), "config" if config else kind))
+PERCENT = re.compile(r"(?<![\w.,−-])(\d+)(?:\s*[–-]\s*(\d+))?\s?%")  # "26%", "20–23%": an integer share
+
+
+def _following(line: str, at: int, skip: str = " ") -> list[re.Match]:
+    """The comments (references, markers) right after position ``at`` of a line, with only ``skip``'s
+    characters between."""
+    out = []
+    for c in COMMENT.finditer(line, at):
+        if line[at : c.start()].strip(skip):
+            break
+        out.append(c)
+        at = c.end()
     return out
 
 
+def _integers(line: str) -> tuple[list[tuple[str, str]], set[int]]:
+    """The integers of a line that restate a result as the prose writes one: "N of M" (``29 of 32 heads``,
+    ``12 of the 13 cells``) and a share in percent (``26%``, ``20–23%``), each with its kind, where no reference
+    ties it; and the positions of the references that tie them. After "N of M", the references right after
+    it tie N, then M (``of_before``); in "N%" or "N–M%", a reference right after a number (or its ``%``) ties
+    it. A ``<!-- config: WHERE -->`` among the comments right after them makes the rest ``config`` (what a
+    setting fixes: a config's value or a count it implies, a test's level, the accuracy a standard error is
+    worked out at; not a result); in a table row a number takes the kind of its cell and the row's label
+    (``quoted`` where the cell carries the marker)."""
+    blank, out, used = _blank(line), [], set()
+    bars = [k for k, ch in enumerate(blank) if ch == "|"] if line.startswith("|") else []
+
+    def kind_at(at: int) -> str:
+        if len(bars) > 1:  # the cell the number stands in, and the row's label
+            right = next((k for k in bars if k > at), len(line))
+            left = max([k for k in bars if k < at], default=0)
+            label = blank[bars[0] + 1 : bars[1]]
+            return "quoted" if QUOTED.search(line[left + 1 : right]) else _kind(label + " " + blank[left:right])
+        return _kind(blank)
+
+    def add(numbers: list[str], at: int, after: list[re.Match], tied: list[bool]) -> None:
+        config = any(CONFIG.match(c[0]) for c in after)
+        used.update(c.start() for c in after if REF.match(c[0]))
+        out.extend((n.replace(",", ""), "config" if config else kind_at(at)) for n, t in zip(numbers, tied) if not t)
+
+    for m in OF.finditer(blank):
+        after = _following(line, m.end(2))
+        refs = sum(bool(REF.match(c[0])) for c in after)
+        add([m[1], m[2]], m.start(), after, [refs > 0, refs > 1])
+    for m in PERCENT.finditer(blank):
+        groups = [g for g in (1, 2) if m[g]]
+        after = _following(line, m.end(groups[-1]), " %")
+        tied = [any(REF.match(c[0]) for c in _following(line, m.end(g), " %")) for g in groups]
+        add([m[g] for g in groups], m.start(), after, tied)
+        used.update(c.start() for c in _following(line, m.end(1), " %") if REF.match(c[0]))
+    return out, used
+
+
 def untied() -> dict[str, dict[str, list[str]]]:
-    """The decimals, and the integers of an "N of M" (``_of_numbers``), of README, docs/*.md and the tutorials
-    that no reference or restated table ties to a record, by page and by kind: ``published`` (a published
+    """The decimals, and the integers of an "N of M" or a percentage (``_integers``), of README, docs/*.md and
+    the tutorials that no reference or restated table ties to a record, by page and by kind: ``published`` (a published
     anchor, cited on its line), ``quoted`` (a measurement made outside the repository, in the paragraph that a
     ``<!-- quoted: SOURCE -->`` line opens, or the table right after it, or in a table cell that carries the
-    marker), ``hardware`` (a timing or machine fact on a line that says so), ``config`` (an "N of M" that
-    settings fix, marked ``<!-- config: SOURCE -->``), ``untied`` (a result restated without a reference)."""
+    marker), ``hardware`` (a timing or machine fact on a line that says so), ``config`` (an integer that a
+    setting fixes, marked ``<!-- config: SOURCE -->``), ``untied`` (a result restated without a reference)."""
     out: dict[str, dict[str, list[str]]] = {}
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "tutorials").glob("*.py"))]
     for path in pages:
@@ -613,10 +641,13 @@ def untied() -> dict[str, dict[str, list[str]]]:
             else:
                 found = [(n, _kind(line)) for n in RESULT_NUMBER.findall(text)]
             if path.suffix != ".py" or line.lstrip().startswith("#"):
-                found += _of_numbers(line)
+                integers, used = _integers(line)
+                found += integers
+            else:
+                used = set()
             for m in REF.finditer(line):  # the number a reference ties (both of a "mean ± std")
-                if of_before(line, m.start()):
-                    continue  # it ties an integer of "N of M" (_of_numbers)
+                if m.start() in used or of_before(line, m.start()):
+                    continue  # it ties an integer (_integers)
                 text_before = REF.sub("", line[: m.start()])
                 pair = PAIR.search(text_before)
                 for tied in pair.groups() if pair else RESULT_NUMBER.findall(text_before)[-1:]:
@@ -631,12 +662,14 @@ def untied() -> dict[str, dict[str, list[str]]]:
 def write_untied() -> Path:
     data = {
         "about": (
-            'Decimals, and the integers of an "N of M" (29 of 32 heads), in README, docs/*.md and the tutorials '
-            "that no `<!-- ref: -->` or `<!-- restates: -->` ties to a record (python -m tools.check_docs "
+            'Decimals, and integers written as "N of M" (29 of 32 heads) or as a share in percent (26%, 20–23%), in '
+            "README, docs/*.md and the tutorials that no `<!-- ref: -->` or `<!-- restates: -->` ties to a record "
+            "(python -m tools.check_docs "
             "--write-untied; tests/tools/test_prose_numbers.py keeps it equal to the pages). published: a published "
             "anchor, cited on its line; quoted: a measurement made outside the repository, its source in the "
-            "paragraph's (or table cell's) <!-- quoted: --> marker; hardware: a timing or machine fact; config: a "
-            "setting or a count the configs fix, not a result, its source in the <!-- config: --> marker after it; "
+            "paragraph's (or table cell's) <!-- quoted: --> marker; hardware: a timing or machine fact; config: an "
+            "integer that a setting fixes (a config's, a test's, the accuracy a standard error is worked out at), "
+            "not a result, named in the <!-- config: --> marker right after it; "
             "untied: a result restated without a reference (to be tied, then dropped from here)."
         ),
         "pages": untied(),
