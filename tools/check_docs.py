@@ -18,9 +18,11 @@ Exits non-zero, naming the file, the line and both values, when
    ``conf/**/*.yaml`` and in ``tutorials/*.py``;
 4. **a number in prose differs from the record it restates**: ``<!-- ref: FILE > ROW > COLUMN -->`` after a
    number in README, docs/**.md or a tutorial (``# ref: ...`` at the end of a Python line; ``<!-- ref:
-   noise n=N p=P [difference] [x2] -->`` after a binomial standard error, worked out again), and every cell
-   of a table under ``<!-- restates: FILE -->`` (docs/configuration.md, "Numbers in prose"). The numbers
-   no reference ties are listed in ``docs/results/unchecked_numbers.json`` (``--write-untied``).
+   noise n=N p=P [difference] [x2] -->`` after a binomial standard error, worked out again; ``<!-- ref: count
+   FILE > TABLE > @k >= X -->`` after a count of a table's cells, counted again; after "N of M", a first
+   reference ties N, a second M), and every cell of a table under ``<!-- restates: FILE -->``
+   (docs/configuration.md, "Numbers in prose"). The decimals, and the integers of an "N of M" or a
+   percentage, that no reference ties are listed in ``docs/results/unchecked_numbers.json`` (``--write-untied``).
 
     python -m tools.check_docs                   # check; exit 1 with one line per problem
     python -m tools.check_docs --write-headline  # read the headline numbers again, rewrite README's table
@@ -247,13 +249,19 @@ def _raw(text: str) -> str:
     return re.sub(r"[*`]", "", text).strip().lower()
 
 
-def same(written: str, value: str | float) -> bool:
+INTEGER = re.compile(r"[-−+]?\d+")
+
+
+def same(written: str, value: str | int | float) -> bool:
     """Does ``written`` (a number as the prose gives it) state ``value`` (a number of the evidence), rounded
-    to the digits written, as is, in percent or as a fraction of one, sign aside (``loses 3.7`` restates ``-3.70``)?"""
+    to the digits written, as is, in percent or as a fraction of one, sign aside (``loses 3.7`` restates ``-3.70``)?
+    An integer of the evidence (a count: heads kept, runs, cells) is stated only by that integer, exactly."""
     from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 
     w = Decimal(written.replace("−", "-").lstrip("+-"))
     v = abs(Decimal(str(value).replace("−", "-")))
+    if isinstance(value, int) or INTEGER.fullmatch(str(value)):
+        return bool(INTEGER.fullmatch(written)) and w == v
     step = Decimal(1).scaleb(w.as_tuple().exponent)
     return any(
         (v * scale).quantize(step, rounding=mode) == w
@@ -340,6 +348,64 @@ def combined(spec: str, page: str) -> tuple[list[str], str]:
     return [str(value)], f"{where_a}{op}{where_b}"
 
 
+COUNT = re.compile(r"count\s+(.+?)\s*>\s*([^>@]*?)\s*@(\d+)(?:\s*(>=|<=|>|<|==)\s*(−?\d+(?:\.\d+)?))?\s*$")
+
+
+def count(spec: str, page: str) -> tuple[list[str], str]:
+    """``count FILE > TABLE TITLE > [COLUMN]@k [OP X]``: how many cells of a markdown table (the first whose
+    title holds TABLE TITLE; the cells of COLUMN, else of every column but the row label) have a k-th number
+    (from 0), and, with ``OP X`` (``>=``, ``>``, ``<=``, ``<``, ``==``), how many of those k-th numbers pass
+    it: "in 12 of the 13 cells" is ``count FILE > Test accuracy > @1 >= 0.015`` and ``... > @1``."""
+    import operator
+    from decimal import Decimal
+
+    m = COUNT.match(spec)
+    if not m:
+        raise Problem(f"{page}: reference {spec!r}: write count FILE > TABLE TITLE > [COLUMN]@k [OP X]")
+    file, _, title = (p.strip() for p in m[1].rpartition(">"))
+    if not file:
+        raise Problem(f"{page}: reference {spec!r}: write count FILE > TABLE TITLE > [COLUMN]@k [OP X]")
+    if not (ROOT / file).is_file():
+        raise Problem(f"{page}: a reference names {file}, which does not exist")
+    found = [(t, rows) for t, rows in tables(ROOT / file) if title.lower() in t.lower()]
+    if not found:
+        raise Problem(f"{page}: {file} has no table {title!r}")
+    header = [_label(c) for c in found[0][1][0][1]]
+    if m[2] and _label(m[2]) not in header:
+        raise Problem(f"{page}: {file}'s table {title!r} has no column {m[2]!r}")
+    columns = [header.index(_label(m[2]))] if m[2] else range(1, len(header))
+    ops = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
+    k, n = int(m[3]), 0
+    for _, cells in found[0][1][1:]:
+        for c in columns:
+            values = numbers(cells[c]) if c < len(cells) else []
+            if len(values) > k and (not m[4] or ops[m[4]](Decimal(values[k]), Decimal(m[5].replace("−", "-")))):
+                n += 1
+    return [str(n)], f"{file} (table {found[0][0]!r}: cells with a number @{k}{f' {m[4]} {m[5]}' if m[4] else ''})"
+
+
+OF = re.compile(
+    r"(?<![\w.,−-])(\d{1,3}(?:,\d{3})+|\d+) (?:out )?of (?:the |its |their |all )?(\d{1,3}(?:,\d{3})+|\d+)(?![\w.%])"
+)
+OF_END = re.compile(OF.pattern + r"\s*$")
+COMMENT = re.compile(r"<!--.*?-->|#\s*ref:.*$")
+CONFIG = re.compile(r"<!--\s*config:\s*(\S.*?)\s*-->")  # "8 of 160 <!-- config: ... --> steps": a setting's, no result
+
+
+def _blank(line: str) -> str:
+    """A line with its comments (references, markers) and link targets turned into spaces: the same length, so
+    a position in it is one in the line."""
+    line = COMMENT.sub(lambda m: " " * len(m[0]), line)
+    return re.sub(r"(?<=\])\([^)]*\)", lambda m: " " * len(m[0]), line)
+
+
+def of_before(line: str, start: int) -> tuple[re.Match, int] | None:
+    """The "N of M" (``29 of 32``, ``12 of the 13``) right before the comment at ``start``, and which of its
+    numbers that comment ties: the first reference after it N (0), the second M (1)."""
+    m = OF_END.search(_blank(line[:start]))
+    return (m, len(REF.findall(line[m.end(2) : start]))) if m else None
+
+
 def check_refs() -> list[str]:
     """Every ``<!-- ref: ... -->``: the number just before it is the cell or JSON value it names; after a
     "mean ± std" (``0.577 ± 0.007 <!-- ref: ... -->``), both are the cell's first two numbers; for
@@ -354,7 +420,9 @@ def check_refs() -> list[str]:
                 before = REF.sub("", line[: m.start()])
                 written = numbers(before)
                 try:
-                    if spec.startswith("noise "):  # a standard error worked out from n and p, not read
+                    if spec.startswith("count "):  # a count of a table's cells, worked out again
+                        found, where = count(spec, f"{rel}:{number}")
+                    elif spec.startswith("noise "):  # a standard error worked out from n and p, not read
                         found, where = noise(spec, f"{rel}:{number}")
                     elif COMBINED.search(spec):  # "A minus B", "A over B": two values combined
                         found, where = combined(spec, f"{rel}:{number}")
@@ -368,6 +436,12 @@ def check_refs() -> list[str]:
                     continue
                 pair = PAIR.search(before)  # "mean ± std": the cell's first two numbers, both
                 written = list(pair.groups()) if pair else written[-1:]
+                of = of_before(line, m.start())  # "N of M <!-- ref: N's --> <!-- ref: M's -->"
+                if of and of[1] > 1:
+                    problems.append(f"{rel}:{number}: a third reference after {of[0][1]} of {of[0][2]}")
+                    continue
+                if of:
+                    written = [of[0][1 + of[1]].replace(",", "")]
                 for k, w in enumerate(written):
                     if len(found) <= k or not same(w, found[k]):
                         problems.append(
@@ -471,12 +545,66 @@ def _drop_first(found: list[tuple[str, str]], number: str) -> list[tuple[str, st
     return found if k is None else found[:k] + found[k + 1 :]
 
 
+PERCENT = re.compile(r"(?<![\w.,−-])(\d+)(?:\s*[–-]\s*(\d+))?\s?%")  # "26%", "20–23%": an integer share
+
+
+def _following(line: str, at: int, skip: str = " ") -> list[re.Match]:
+    """The comments (references, markers) right after position ``at`` of a line, with only ``skip``'s
+    characters between."""
+    out = []
+    for c in COMMENT.finditer(line, at):
+        if line[at : c.start()].strip(skip):
+            break
+        out.append(c)
+        at = c.end()
+    return out
+
+
+def _integers(line: str) -> tuple[list[tuple[str, str]], set[int]]:
+    """The integers of a line that restate a result as the prose writes one: "N of M" (``29 of 32 heads``,
+    ``12 of the 13 cells``) and a share in percent (``26%``, ``20–23%``), each with its kind, where no reference
+    ties it; and the positions of the references that tie them. After "N of M", the references right after
+    it tie N, then M (``of_before``); in "N%" or "N–M%", a reference right after a number (or its ``%``) ties
+    it. A ``<!-- config: WHERE -->`` among the comments right after them makes the rest ``config`` (what a
+    setting fixes: a config's value or a count it implies, a test's level, the accuracy a standard error is
+    worked out at; not a result); in a table row a number takes the kind of its cell and the row's label
+    (``quoted`` where the cell carries the marker)."""
+    blank, out, used = _blank(line), [], set()
+    bars = [k for k, ch in enumerate(blank) if ch == "|"] if line.startswith("|") else []
+
+    def kind_at(at: int) -> str:
+        if len(bars) > 1:  # the cell the number stands in, and the row's label
+            right = next((k for k in bars if k > at), len(line))
+            left = max([k for k in bars if k < at], default=0)
+            label = blank[bars[0] + 1 : bars[1]]
+            return "quoted" if QUOTED.search(line[left + 1 : right]) else _kind(label + " " + blank[left:right])
+        return _kind(blank)
+
+    def add(numbers: list[str], at: int, after: list[re.Match], tied: list[bool]) -> None:
+        config = any(CONFIG.match(c[0]) for c in after)
+        used.update(c.start() for c in after if REF.match(c[0]))
+        out.extend((n.replace(",", ""), "config" if config else kind_at(at)) for n, t in zip(numbers, tied) if not t)
+
+    for m in OF.finditer(blank):
+        after = _following(line, m.end(2))
+        refs = sum(bool(REF.match(c[0])) for c in after)
+        add([m[1], m[2]], m.start(), after, [refs > 0, refs > 1])
+    for m in PERCENT.finditer(blank):
+        groups = [g for g in (1, 2) if m[g]]
+        after = _following(line, m.end(groups[-1]), " %")
+        tied = [any(REF.match(c[0]) for c in _following(line, m.end(g), " %")) for g in groups]
+        add([m[g] for g in groups], m.start(), after, tied)
+        used.update(c.start() for c in _following(line, m.end(1), " %") if REF.match(c[0]))
+    return out, used
+
+
 def untied() -> dict[str, dict[str, list[str]]]:
-    """The decimals of README, docs/*.md and the tutorials that no reference or restated table ties to a
-    record, by page and by kind: ``published`` (a published anchor, cited on its line), ``quoted`` (a
-    measurement made outside the repository, in the paragraph that a ``<!-- quoted: SOURCE -->`` line
-    opens, or the table right after it), ``hardware`` (a timing or machine fact on a line that says so),
-    ``untied`` (a result restated without a reference)."""
+    """The decimals, and the integers of an "N of M" or a percentage (``_integers``), of README, docs/*.md and
+    the tutorials that no reference or restated table ties to a record, by page and by kind: ``published`` (a published
+    anchor, cited on its line), ``quoted`` (a measurement made outside the repository, in the paragraph that a
+    ``<!-- quoted: SOURCE -->`` line opens, or the table right after it, or in a table cell that carries the
+    marker), ``hardware`` (a timing or machine fact on a line that says so), ``config`` (an integer that a
+    setting fixes, marked ``<!-- config: SOURCE -->``), ``untied`` (a result restated without a reference)."""
     out: dict[str, dict[str, list[str]]] = {}
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "tutorials").glob("*.py"))]
     for path in pages:
@@ -490,28 +618,42 @@ def untied() -> dict[str, dict[str, list[str]]]:
             # a quoted paragraph (one line carries the marker) and the table right after it, if any
             table_ended = previous.startswith("|") and not line.startswith("|")
             new_paragraph = (not previous.strip() or ITEM.match(line)) and line.strip() and not line.startswith("|")
-            quoting = (quoting and not table_ended and not new_paragraph) or bool(QUOTED.search(line))
+            quoting = (quoting and not table_ended and not new_paragraph) or (
+                bool(QUOTED.search(line)) and not line.startswith("|")  # in a table row: that cell only
+            )
             previous = line
             if generated or number <= header or (number in restated and not PUBLISHED.search(line.split("|")[1])):
                 continue
-            text = QUOTED.sub("", REF.sub("", re.sub(r"\]\([^)]*\)", "]", line)))  # link targets: no numbers
+            text = REF.sub("", re.sub(r"\]\([^)]*\)", "]", line))  # link targets: no numbers
+            text = CONFIG.sub("", QUOTED.sub("", text))  # nor markers
             text = VERSION.sub("", text)  # "torch 2.2.1", "dgl 2.1.0": versions, not results
             if path.suffix == ".py" and not line.lstrip().startswith("#"):
                 if not REF.search(line):
                     continue  # a tutorial's code: its constants (figure sizes, tolerances) restate no result
                 text = STRING.sub('""', text)  # a claim's line: the numbers in its strings are labels
             if line.startswith("|"):  # a table row: each cell's numbers by that cell and the row's label
-                cells = text.strip().strip("|").split("|")
-                found = [(n, _kind(cells[0] + " " + c)) for c in cells for n in RESULT_NUMBER.findall(c)]
+                cells, marked = text.strip().strip("|").split("|"), line.strip().strip("|").split("|")
+                found = [
+                    (n, "quoted" if QUOTED.search(q) else _kind(cells[0] + " " + c))
+                    for c, q in zip(cells, marked)
+                    for n in RESULT_NUMBER.findall(c)
+                ]
             else:
                 found = [(n, _kind(line)) for n in RESULT_NUMBER.findall(text)]
+            if path.suffix != ".py" or line.lstrip().startswith("#"):
+                integers, used = _integers(line)
+                found += integers
+            else:
+                used = set()
             for m in REF.finditer(line):  # the number a reference ties (both of a "mean ± std")
+                if m.start() in used or of_before(line, m.start()):
+                    continue  # it ties an integer (_integers)
                 text_before = REF.sub("", line[: m.start()])
                 pair = PAIR.search(text_before)
                 for tied in pair.groups() if pair else RESULT_NUMBER.findall(text_before)[-1:]:
                     found = _drop_first(found, tied)
             for n, kind in found:
-                kinds.setdefault("quoted" if quoting else kind, []).append(n)
+                kinds.setdefault("quoted" if quoting and kind != "config" else kind, []).append(n)
         if not kinds:
             del out[rel]
     return out
@@ -520,11 +662,15 @@ def untied() -> dict[str, dict[str, list[str]]]:
 def write_untied() -> Path:
     data = {
         "about": (
-            "Decimals in README, docs/*.md and the tutorials that no `<!-- ref: -->` or `<!-- restates: -->` ties "
-            "to a record (python -m tools.check_docs --write-untied; tests/tools/test_prose_numbers.py keeps it "
-            "equal to the pages). published: a published anchor, cited on its line; quoted: a measurement "
-            "made outside the repository, its source in the paragraph's <!-- quoted: --> marker; hardware: a "
-            "timing or machine fact; untied: a result restated without a reference (to be tied, then dropped from here)."
+            'Decimals, and integers written as "N of M" (29 of 32 heads) or as a share in percent (26%, 20–23%), in '
+            "README, docs/*.md and the tutorials that no `<!-- ref: -->` or `<!-- restates: -->` ties to a record "
+            "(python -m tools.check_docs "
+            "--write-untied; tests/tools/test_prose_numbers.py keeps it equal to the pages). published: a published "
+            "anchor, cited on its line; quoted: a measurement made outside the repository, its source in the "
+            "paragraph's (or table cell's) <!-- quoted: --> marker; hardware: a timing or machine fact; config: an "
+            "integer that a setting fixes (a config's, a test's, the accuracy a standard error is worked out at), "
+            "not a result, named in the <!-- config: --> marker right after it; "
+            "untied: a result restated without a reference (to be tied, then dropped from here)."
         ),
         "pages": untied(),
     }

@@ -163,7 +163,7 @@ def test_a_binomial_noise_reference_is_worked_out_again_from_n_and_p(tmp_path, m
         "500 questions: about 1.8 <!-- ref: noise n=500 p=0.80 --> points at 80%, 2.5 <!-- ref: noise n=500 "
         "p=0.80 difference --> for a difference; gaps under 1.4 <!-- ref: noise n=10,000 p=0.60 difference x2 -->.\n"
     )
-    assert check_docs.untied() == {} and check_docs.check_refs() == []
+    assert check_docs.untied() == {"README.md": {"untied": ["80"]}} and check_docs.check_refs() == []  # 80%: a share
     page.write_text("Gaps under 1.5 <!-- ref: noise n=10,000 p=0.60 difference x2 --> points are noise.\n")
     (problem,) = check_docs.check_refs()
     assert problem.startswith("README.md:1: says 1.5, the binomial standard error (noise n=10,000 p=0.60 difference")
@@ -202,3 +202,136 @@ def test_published_recipe_is_no_citation_and_newer_than_a_version_is_a_version(t
         "DGL ships no CUDA build for torch newer than 2.4.\n"
     )
     assert check_docs.untied() == {"README.md": {"untied": ["5.1"], "published": ["0.364"]}}
+
+
+# ---------------------------------------------------------------- integers: "N of M" (issue 35)
+
+
+def _record(tmp_path, monkeypatch):
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    (tmp_path / "tutorials").mkdir()
+    (tmp_path / "docs" / "results" / "p.json").write_text('{"kept": 29, "total": 32, "acc": 0.5708}\n')
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    return tmp_path / "README.md"
+
+
+def test_an_integer_of_the_evidence_is_stated_only_by_that_integer():
+    assert check_docs.same("29", 29) and check_docs.same("29", "29") and check_docs.same("−3", -3)
+    assert not check_docs.same("28", 29) and not check_docs.same("29.0", 29) and not check_docs.same("0.29", 29)
+    assert check_docs.same("29", 28.6) and check_docs.same("57", 0.5708)  # a decimal still rounds, as before
+
+
+def test_an_n_of_m_no_reference_ties_is_listed_and_references_tie_n_then_m(tmp_path, monkeypatch):
+    page = _record(tmp_path, monkeypatch)
+    n, m = "<!-- ref: docs/results/p.json > kept -->", "<!-- ref: docs/results/p.json > total -->"
+    page.write_text("Keeping 29 of 32 heads, 12 of the 13 cells; 3 seeds, 8 epochs.\n")
+    assert check_docs.untied() == {"README.md": {"untied": ["29", "32", "12", "13"]}}
+    page.write_text(f"Keeping 29 of 32 {n} heads scores 0.571 <!-- ref: docs/results/p.json > acc -->.\n")
+    assert check_docs.untied() == {"README.md": {"untied": ["32"]}} and check_docs.check_refs() == []
+    page.write_text(f"Keeping 29 of 32 {n} {m} heads.\n")
+    assert check_docs.untied() == {} and check_docs.check_refs() == []
+    page.write_text(f"Keeping 28 of 32 {n} {m} heads.\n")
+    assert check_docs.check_refs() == ["README.md:1: says 28, docs/results/p.json has 29"]
+    page.write_text(f"Keeping 29 of 31 {n} {m} heads.\n")
+    assert check_docs.check_refs() == ["README.md:1: says 31, docs/results/p.json has 32"]
+    page.write_text(f"Keeping 29 of 32 {n} {m} {m} heads.\n")
+    assert check_docs.check_refs() == ["README.md:1: a third reference after 29 of 32"]
+
+
+def test_an_n_of_m_takes_its_kind_and_a_config_marker_lists_settings_as_config(tmp_path, monkeypatch):
+    page = _record(tmp_path, monkeypatch)
+    page.write_text(
+        "Tai et al. (2015) keep 3 of 4 gates.\nA run takes 2 of 3 hours.\n"
+        "Warmup is 8 of 160 <!-- config: conf/optim/a.yaml, 5% of 160 steps --> steps.\n"
+        "Done: 29 of its 45 <!-- ref: docs/results/p.json > kept --> <!-- config: the grid, 45 cells --> runs.\n"
+    )
+    assert check_docs.untied() == {
+        "README.md": {"published": ["3", "4"], "hardware": ["2", "3"], "config": ["8", "160", "45"]}
+    }
+    assert check_docs.check_refs() == []
+
+
+def test_a_quoted_marker_in_a_table_cell_quotes_that_cell_only(tmp_path, monkeypatch):
+    page = _record(tmp_path, monkeypatch)
+    page.write_text(
+        "| question | before | now |\n|---|---|---|\n"
+        "| heads kept | 23 of 32 <!-- quoted: the page before abc123 --> | 29 of 32 |\n"
+        "| accuracy | 0.478 | 0.577 |\n"
+    )
+    assert check_docs.untied() == {"README.md": {"quoted": ["23", "32"], "untied": ["29", "32", "0.478", "0.577"]}}
+
+
+def test_a_count_reference_counts_a_tables_cells_again(tmp_path, monkeypatch):
+    page = _record(tmp_path, monkeypatch)
+    (tmp_path / "docs" / "results" / "t.md").write_text(
+        "**Test accuracy**\n\n| model | a | b |\n|---|---|---|\n"
+        "| x | 0.77 ± 0.056 (n=3) | 0.85 ± 0.009 (n=3) |\n| y | 0.79 ± 0.015 (n=3) | – |\n\n"
+        "**Test accuracy by length**\n\n| model | a |\n|---|---|\n| x | 0.1 ± 0.5 |\n"
+    )
+    ref = (
+        "<!-- ref: count docs/results/t.md > Test accuracy > @1 >= 0.015 --> "
+        "<!-- ref: count docs/results/t.md > Test accuracy > @1 -->"
+    )
+    page.write_text(f"The std reaches 1.5 points in 2 of the 3 {ref} cells.\n")
+    assert check_docs.check_refs() == [] and check_docs.untied() == {"README.md": {"untied": ["1.5"]}}
+    assert check_docs.count("count docs/results/t.md > Test accuracy > b@0", "p")[0] == ["1"]
+    assert check_docs.count("count docs/results/t.md > length > @1 < 0.5", "p")[0] == ["0"]
+    page.write_text(f"The std reaches 1.5 points in 3 of the 3 {ref} cells.\n")
+    assert check_docs.check_refs() == [
+        "README.md:1: says 3, docs/results/t.md (table '**Test accuracy**': cells with a number @1 >= 0.015) has 2"
+    ]
+    page.write_text("In 2 <!-- ref: count docs/results/t.md > Test accuracy > c@1 --> cells.\n")
+    assert check_docs.check_refs() == ["README.md:1: docs/results/t.md's table 'Test accuracy' has no column 'c'"]
+    page.write_text("In 2 <!-- ref: count docs/results/t.md > Test accuracy -->.\n")
+    assert check_docs.check_refs() == [
+        "README.md:1: reference 'count docs/results/t.md > Test accuracy': "
+        "write count FILE > TABLE TITLE > [COLUMN]@k [OP X]"
+    ]
+
+
+def test_an_integer_restated_in_the_essay_and_edited_by_hand_fails_naming_file_and_line(tmp_path, monkeypatch):
+    """On a copy of the repository's pages: "29 of 32" heads made "28 of 32", "12 of the 13" cells "11 of the 13",
+    "35–41%" "36–41%"."""
+    import shutil
+
+    for name in ("docs", "conf", "tutorials"):
+        shutil.copytree(check_docs.ROOT / name, tmp_path / name)
+    shutil.copy(check_docs.ROOT / "README.md", tmp_path / "README.md")
+    for entry in check_docs.ROOT.iterdir():  # what else the pages cite (code, bench results): as it is
+        if not (tmp_path / entry.name).exists() and entry.name not in (".git", ".venv", "multirun", "outputs"):
+            (tmp_path / entry.name).symlink_to(entry)
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    assert check_docs.check_refs() == [] and check_docs.untied() == committed()
+    lines = {}
+    for page, old, new in [
+        ("docs/essay.md", "Keeping the 29 of 32", "Keeping the 28 of 32"),
+        ("docs/real_sentences.md", "in 12 of the 13", "in 11 of the 13"),
+        ("docs/real_sentences.md", "stays within 35 <!--", "stays within 36 <!--"),  # a share: 35–41%
+    ]:
+        text = (tmp_path / page).read_text()
+        assert old in text
+        lines[new] = text[: text.index(old)].count("\n") + 1
+        (tmp_path / page).write_text(text.replace(old, new, 1))
+    assert check_docs.check() == [  # what python -m tools.check_docs prints
+        f"docs/essay.md:{lines['Keeping the 28 of 32']}: says 28, docs/results/prune_heads/prune.json has 29",
+        f"docs/real_sentences.md:{lines['in 11 of the 13']}: says 11, docs/results/trec.md (table "
+        "'**Test accuracy**': cells with a number @1 >= 0.015) has 12",
+        f"docs/real_sentences.md:{lines['stays within 36 <!--']}: says 36, docs/results/sst.md:67 has 0.354",
+    ]
+    text = (tmp_path / "docs" / "essay.md").read_text()
+    (tmp_path / "docs" / "essay.md").write_text(text.replace("15 of its 45 <!-- ref", "15 of its 45 <!-- REF", 1))
+    assert check_docs.untied()["docs/essay.md"]["config"] == ["15", "45", "8", "160"]  # its tie gone: listed
+
+
+def test_an_integer_percentage_is_listed_and_a_reference_after_it_or_its_percent_sign_ties_it(tmp_path, monkeypatch):
+    page = _record(tmp_path, monkeypatch)
+    (tmp_path / "docs" / "results" / "m.json").write_text('{"lo": 0.1968, "hi": 0.2306, "child": 1.0}\n')
+    lo, hi = "<!-- ref: docs/results/m.json > lo -->", "<!-- ref: docs/results/m.json > hi -->"
+    page.write_text("A head puts 20–23% of its mass on the tree, the offset scores 100%; 1.5% and 10 % warmup.\n")
+    assert check_docs.untied() == {"README.md": {"untied": ["1.5", "20", "23", "100", "10"]}}
+    page.write_text(f"0.577, and 20 {lo}–23% {hi} of its mass; 100% <!-- ref: docs/results/m.json > child -->.\n")
+    assert check_docs.untied() == {"README.md": {"untied": ["0.577"]}} and check_docs.check_refs() == []
+    page.write_text(f"A head puts 20 {lo}–24% {hi} of its mass.\n")
+    assert check_docs.check_refs() == ["README.md:1: says 24, docs/results/m.json has 0.2306"]
+    page.write_text("Not rejected at 1% <!-- config: the level of tests/x.py's chi-square test -->; 57% of 4 cores.\n")
+    assert check_docs.untied() == {"README.md": {"config": ["1"], "hardware": ["57"]}}
