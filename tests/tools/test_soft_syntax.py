@@ -136,3 +136,51 @@ def test_side_by_side_cost_is_read_from_its_file(tmp_path):
     assert ss.main([*args, "--figures", str(out)]) == 0
     md = (out / "soft_syntax.md").read_text()
     assert "| dep bias | 2.20 | 1.10× | – | – |" in md and "32 binary SST validation sentences" in md
+
+
+def _pretrained_cell(dataset, graph, pairs, n_test=500, **extra):
+    runs = [{"finished": True, "best_val_acc": v, "test_acc": t, "n_test": n_test} for v, t in pairs]
+    return {"settings": {"dataset": dataset, "graph": graph, **extra}, "runs": runs}
+
+
+def test_target_cell_is_chosen_on_mean_validation_among_three_seed_cells():
+    # complete: mean val 0.90, test 0.95; fusion: mean val 0.91 (higher), test 0.94; a 1-seed cell higher still
+    pretrained = [_pretrained_cell("trec", "complete", [(0.89, 0.95), (0.90, 0.95), (0.91, 0.95)])]
+    soft = [
+        {
+            "settings": {"dataset": "trec", "graph": "complete", "model.syntax_layers": "1"},
+            "runs": [{"finished": True, "best_val_acc": v, "test_acc": 0.94, "n_test": 500} for v in (0.9, 0.91, 0.92)],
+        }
+    ]
+    phrases = [
+        {"overrides": ["dataset=trec", "dataset.train_phrases=true", "seed=0"], "best_val_acc": 0.99, "test_acc": 0.9}
+    ]
+    cands = ss.target_candidates("trec", soft, pretrained, phrases)
+    assert [c["name"] for c in cands] == [
+        "pretrained_graphs dataset=trec graph=complete",
+        "soft_syntax fusion (1 transformer block, dep)",
+        "sst_phrases dataset=trec dataset.train_phrases=true",
+    ]
+    chosen, pending = ss.choose_target_cell(cands)
+    assert chosen["name"].startswith("soft_syntax fusion")  # higher mean validation, although lower on test
+    assert [c["name"] for c in pending] == ["sst_phrases dataset=trec dataset.train_phrases=true"]
+    lines = "\n".join(ss.targets_section(soft, pretrained, phrases))
+    assert "TREC-6 ≥ 96: 94.00 ± 0.00 (soft_syntax fusion" in lines and "missed by 2.00 points" in lines
+    assert "higher on validation with 1 seed, not chosen: sst_phrases" in lines and "(6.00 short)" in lines
+
+
+def test_target_tie_goes_to_the_cell_listed_first_and_sst2_transfer_counts_for_binary():
+    pretrained = [
+        _pretrained_cell("sst_binary", "complete", [(0.88, 0.87)] * 3, n_test=1821),
+        _pretrained_cell("sst_binary", "bpt", [(0.88, 0.99)] * 3, n_test=1821),  # same validation: not chosen
+        {
+            "settings": {"dataset": "sst2", "graph": "complete"},
+            "runs": [{"transfer": {"val": {"acc": 0.905}, "test": {"acc": 0.92, "n": 1821}}}],
+        },
+    ]
+    chosen, pending = ss.choose_target_cell(ss.target_candidates("sst_binary", [], pretrained, []))
+    assert chosen["name"] == "pretrained_graphs dataset=sst_binary graph=complete"
+    assert [c["name"] for c in pending] == ["pretrained_graphs dataset=sst2 graph=complete, scored on binary SST"]
+    text = "\n".join(ss.targets_section([], pretrained, []))
+    assert "binary SST ≥ 91: 87.00 ± 0.00" in text and "(at or above it)" in text
+    assert "SST-5 ≥ 52: no cell has 3 seeds yet." in text
