@@ -139,10 +139,21 @@ def edit(path, old, new):
 @pytest.mark.parametrize(
     "page, old, new, says",
     [
-        # three generated tables: replayed from JSON (two) and sealed (one: its runs are lost)
+        # generated tables: replayed from JSON (two), from per-run records (one) and sealed (one: its runs are lost)
         ("docs/results/pretrained_graphs.md", "87.59 ± 0.48", "87.69 ± 0.48", "studies.pretrained_graphs.markdown"),
         ("docs/results/pretrained_syntax.md", "| 3-2 | 35.3 |", "| 3-2 | 35.4 |", "studies.pretrained_syntax.markdown"),
-        ("docs/results/sst_glove.md", "| all | 0.845 ± 0.006 (n=3) |", "| all | 0.855 ± 0.006 (n=3) |", "sealed copy"),
+        (
+            "docs/results/sst_glove.md",
+            "| all | 0.845 ± 0.006 (n=3) |",
+            "| all | 0.855 ± 0.006 (n=3) |",
+            "tools.results_table(docs/results/runs/sst_glove.jsonl) writes",
+        ),
+        (
+            "docs/results/aggregation.md",
+            "| transformer | 0.577 ± 0.007",
+            "| transformer | 0.587 ± 0.007",
+            "sealed copy",
+        ),
         ("docs/results/listops_best.md", "| 0 | 99.56 |", "| 0 | 99.66 |", "studies.listops_best.table_from_json"),
         # a restated table in the essay, and prose tied to a cell by a reference
         ("docs/essay.md", "| binary SST | **87.6 ± 0.5**", "| binary SST | **88.6 ± 0.5**", "restated cell"),
@@ -217,12 +228,12 @@ def test_every_table_is_replayed_or_sealed_and_a_sealed_one_says_so(copy, capsys
     assert f"{replayed} tables replayed from committed records, {len(sealed)} without per-run records" in (
         capsys.readouterr().out
     )
-    assert replayed >= 6 and "docs/results/sst_glove.md" in sealed
-    page = copy / "docs" / "results" / "sst_glove.md"
-    edit(page, "per-run records not committed; rerun: `make experiment E=sst_glove`", "rerun it")
+    assert replayed >= 6 and "docs/results/aggregation.md" in sealed
+    page = copy / "docs" / "results" / "aggregation.md"
+    edit(page, "per-run records not committed; rerun: `make experiment E=aggregation`", "rerun it")
     assert check_docs.check() == [
-        "docs/results/sst_glove.md:1: the header (above the first table) must say "
-        "'per-run records not committed; rerun: `make experiment E=sst_glove`'"
+        "docs/results/aggregation.md:1: the header (above the first table) must say "
+        "'per-run records not committed; rerun: `make experiment E=aggregation`'"
     ]
     (copy / "docs" / "results" / "new.md").write_text("| a |\n|---|\n| 1 |\n")
     assert any(p.startswith("docs/results/new.md: neither replayed nor sealed") for p in check_docs.check())
