@@ -159,8 +159,11 @@ def test_an_experiment_whose_table_feeds_the_headline_rewrites_it(copy, monkeypa
     monkeypatch.setattr(experiment.subprocess, "call", lambda cmd, cwd=None: 0)
     assert experiment.main(["trec", "--table-only"]) == 0
     assert "Tree-LSTM on the dependency tree: 88.7 ± 2.5" in (copy / "README.md").read_text()
-    problems = check_docs.check()  # the headline agrees; the table differs from its seal and its restatements
-    assert problems[0].startswith("docs/results/trec.md:") and "sealed copy" in problems[0]
+    problems = check_docs.check()  # the headline agrees; the table differs from its records and its restatements
+    assert (
+        problems[0].startswith("docs/results/trec.md:")
+        and "tools.results_table(docs/results/runs/trec.jsonl)" in problems[0]
+    )
     assert {p.split(":")[0] for p in problems[1:]} == {"docs/real_sentences.md"}  # sentences and a table restating it
     assert any(p.endswith(": says 87.7, docs/results/trec.md:10 has 0.887") for p in problems[1:])
     assert any(p.endswith(": says 0.877, docs/results/trec.md:10 has 0.887") for p in problems[1:])
