@@ -34,6 +34,8 @@ from studies.pretrained_graphs import (
     against_complete,
     cell_text,
     collect,
+    mean,
+    noise,
     runs_section,
     stats,
 )
@@ -234,19 +236,15 @@ def choose_target_cell(candidates: list[dict], seeds: int = 3) -> tuple[dict | N
     full = [c for c in candidates if len(c["val"]) >= seeds]
     chosen = None
     for c in full:  # strict >: the first of equal cells stays
-        if chosen is None or _mean(c["val"]) > _mean(chosen["val"]):
+        if chosen is None or mean(c["val"]) > mean(chosen["val"]):
             chosen = c
-    bar = _mean(chosen["val"]) if chosen else float("-inf")
-    pending = [c for c in candidates if len(c["val"]) < seeds and _mean(c["val"]) > bar]
+    bar = mean(chosen["val"]) if chosen else float("-inf")
+    pending = [c for c in candidates if len(c["val"]) < seeds and mean(c["val"]) > bar]
     return chosen, pending
 
 
-def _mean(xs: list[float]) -> float:
-    return sum(xs) / len(xs)
-
-
 def _sd(xs: list[float]) -> float:
-    m = _mean(xs)
+    m = mean(xs)
     return (sum((x - m) ** 2 for x in xs) / (len(xs) - 1)) ** 0.5 if len(xs) > 1 else 0.0
 
 
@@ -274,22 +272,22 @@ def targets_section(cells: list[dict], pretrained_cells: list[dict], phrases: li
         if chosen is None:
             lines.append(label + "no cell has 3 seeds yet.")
         else:
-            m = _mean(chosen["test"])
-            noise = 200 * ((m / 100) * (1 - m / 100) / chosen["n_test"]) ** 0.5
+            m = mean(chosen["test"])
+            spread = noise(m / 100, chosen["n_test"])
             verdict = (
                 f"missed by {target - m:.2f} points"
                 if m < target
-                else f"met, by {m - target:.2f} points ({'within' if m - target < noise else 'beyond'} the noise)"
+                else f"met, by {m - target:.2f} points ({'within' if m - target < spread else 'beyond'} the noise)"
             )
             lines.append(
                 label + f"{m:.2f} ± {_sd(chosen['test']):.2f} ({chosen['name']}, {len(chosen['test'])} seeds, mean "
-                f"validation {_mean(chosen['val']):.2f}, noise ±{noise:.2f}): {verdict}."
+                f"validation {mean(chosen['val']):.2f}, noise ±{spread:.2f}): {verdict}."
             )
         for c in pending:
             lines.append(
                 f"  - higher on validation with {len(c['val'])} seed{'s' if len(c['val']) > 1 else ''}, not chosen: "
-                f"{c['name']}: validation {_mean(c['val']):.2f}, test {_mean(c['test']):.2f}"
-                + (f" ({target - _mean(c['test']):.2f} short)" if _mean(c["test"]) < target else " (at or above it)")
+                f"{c['name']}: validation {mean(c['val']):.2f}, test {mean(c['test']):.2f}"
+                + (f" ({target - mean(c['test']):.2f} short)" if mean(c["test"]) < target else " (at or above it)")
                 + "."
             )
     return lines
