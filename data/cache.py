@@ -43,11 +43,17 @@ def key_digest(*parts) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
+def tmp_sibling(path: Path) -> Path:
+    """A temporary name beside ``path`` that no other process or call picks (pid + random): two jobs
+    building the same file at once each write their own, and neither deletes or appends to the other's."""
+    return path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+
+
 def write(path: Path, payload: bytes) -> None:
     """``payload`` to ``path`` under a checked header, atomically (tmp file + ``os.replace``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     header = MAGIC + b" %d %s\n" % (len(payload), hashlib.sha256(payload).hexdigest().encode())
-    tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+    tmp = tmp_sibling(path)
     try:
         with open(tmp, "wb") as f:
             f.write(header)

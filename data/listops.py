@@ -34,6 +34,7 @@ import statistics
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from data.cache import tmp_sibling
 from data.datasets import SPLITS, DatasetEntry, register_dataset
 
 OPERATORS = ("[MAX", "[MIN", "[MED", "[SM")
@@ -269,7 +270,7 @@ def write_tsv(examples, path: str | os.PathLike, layout: str = "listops") -> Non
     if layout not in ("listops", "lra"):
         raise ListOpsError(f"unknown layout {layout!r}; valid layouts: listops, lra")
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = tmp_sibling(path)
     try:
         with open(tmp, "w", encoding="utf-8") as f:
             if layout == "lra":

@@ -31,6 +31,7 @@ from pathlib import Path
 import datasets
 from tqdm.auto import tqdm
 
+from data.cache import tmp_sibling
 from data.corpora import read_glue_sst2, read_sst, read_trec
 from data.datasets import DatasetEntry, register_dataset
 
@@ -318,6 +319,7 @@ def load_text_splits(cfg: Mapping, progress: bool = True) -> dict[str, datasets.
         )
     nlp = load_parser(cfg.get("parser", "en_core_web_sm"))
     cache = Path(cfg.get("cache_dir") or ".cache/tagnn") / "parsed" / f"{cfg['name']}-{_fingerprint(cfg, nlp)}"
+    damaged = False
     if (cache / "done").is_file():
         try:
             splits = {s: datasets.load_from_disk(str(cache / s)) for s in ("train", "val", "test")}
@@ -325,9 +327,10 @@ def load_text_splits(cfg: Mapping, progress: bool = True) -> dict[str, datasets.
             return splits
         except Exception as e:  # a damaged cache is rebuilt, not trusted
             log.warning("parse cache %s unreadable (%s): parsing again", cache, e)
+            damaged = True
     if cfg["name"] in TREEBANKS:
         splits = _sst_splits(cfg, nlp, progress)
-        _save_parsed(splits, cache)
+        _save_parsed(splits, cache, replace=damaged)
         return {s: datasets.load_from_disk(str(cache / s)) for s in splits}
     folder = data_dir_of(cfg) if cfg["name"] in LOCAL_FILES else None
     if folder is not None:  # the original files, read here: columns text and label
@@ -350,19 +353,30 @@ def load_text_splits(cfg: Mapping, progress: bool = True) -> dict[str, datasets.
     if cfg.get("num_train"):
         raw["train"] = raw["train"].select(range(min(int(cfg["num_train"]), len(raw["train"]))))
     splits = {s: _parse_split(raw[s], s, cfg, nlp, progress) for s in ("train", "val", "test")}
-    _save_parsed(splits, cache)
+    _save_parsed(splits, cache, replace=damaged)
     return {s: datasets.load_from_disk(str(cache / s)) for s in splits}
 
 
-def _save_parsed(splits: dict[str, datasets.Dataset], cache: Path) -> None:
-    """Write the parsed splits to ``cache`` through a temporary folder: it appears whole, or not at all."""
-    tmp = cache.with_name(cache.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    for s, ds in splits.items():
-        ds.save_to_disk(str(tmp / s))
-    (tmp / "done").write_text("ok\n")
-    shutil.rmtree(cache, ignore_errors=True)
-    os.replace(tmp, cache)
+def _save_parsed(splits: dict[str, datasets.Dataset], cache: Path, replace: bool = False) -> None:
+    """Write the parsed splits to ``cache`` through a temporary folder of this call's own: it appears whole,
+    or not at all. Two runs parsing the same data at once (a sweep's parallel jobs) each write their own
+    folder; the first to finish puts it in place and the other discards its copy, which holds the same
+    rows (same fingerprint). ``replace`` overwrites a cache found damaged."""
+    tmp = tmp_sibling(cache)
+    try:
+        for s, ds in splits.items():
+            ds.save_to_disk(str(tmp / s))
+        (tmp / "done").write_text("ok\n")
+        if replace:
+            shutil.rmtree(cache, ignore_errors=True)
+        if not (cache / "done").is_file():
+            try:
+                os.replace(tmp, cache)
+            except OSError:  # another run put its copy there first
+                if not (cache / "done").is_file():
+                    raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _check_columns(ds: datasets.Dataset, split: str, cfg: Mapping) -> None:

@@ -146,3 +146,41 @@ def test_bad_files_give_clear_errors(files, tmp_path):
     with pytest.raises(FileNotFoundError, match="dataset.train_file: no such file"):
         load_splits(cfg, progress=False)
     assert not list(tmp_path.glob("parsed/*"))  # nothing half-written in the cache
+
+
+def _splits(n):
+    import datasets
+
+    rows = [{"tokens": ["w"] * (i % 3 + 1), "label": i % 2} for i in range(n)]
+    return {s: datasets.Dataset.from_list(rows) for s in ("train", "val", "test")}
+
+
+def test_two_runs_writing_the_parse_cache_at_once_leave_one_whole_copy(tmp_path, monkeypatch):
+    """Parallel sweep jobs parse the same data: the one that finishes second must neither crash nor leave a
+    cache that mixes the two (seen on SST-5 phrases: one job died, the other trained on 98,000 of 156,816)."""
+    import datasets
+
+    cache = tmp_path / "parsed" / "sst-0123"
+    first, second = _splits(7), _splits(7)
+    save = datasets.Dataset.save_to_disk
+    calls = []
+
+    def interleaved(self, path, *a, **k):  # the other job runs start to finish while this one writes train
+        save(self, path, *a, **k)
+        calls.append(path)
+        if len(calls) == 1:
+            text._save_parsed(second, cache)
+
+    monkeypatch.setattr(datasets.Dataset, "save_to_disk", interleaved)
+    text._save_parsed(first, cache)
+    monkeypatch.undo()
+    loaded = {s: datasets.load_from_disk(str(cache / s)) for s in ("train", "val", "test")}
+    assert {s: len(d) for s, d in loaded.items()} == {"train": 7, "val": 7, "test": 7}
+    assert (cache / "done").is_file()
+    assert [p.name for p in cache.parent.iterdir()] == [cache.name]  # no temporary folder left behind
+
+    damaged = _splits(4)  # a cache found damaged is replaced, not kept
+    text._save_parsed(damaged, cache, replace=True)
+    assert len(datasets.load_from_disk(str(cache / "train"))) == 4
+    text._save_parsed(_splits(5), cache)  # a whole cache is kept: the first writer wins
+    assert len(datasets.load_from_disk(str(cache / "train"))) == 4
