@@ -49,7 +49,7 @@ from engine.checkpoint import (
 from engine.config import RunConfig, check_config, exit_on_user_error
 from engine.distributed import World, finish, start_devices
 from engine.evaluation import predict, summarize
-from engine.io import write_json
+from engine.io import write_csv, write_json
 from engine.loop import make_optimizer, make_schedule, show_progress, train_epoch
 from engine.memory import memory_plan
 from engine.tracking import Tracker
@@ -149,10 +149,11 @@ def fit(
     """Epochs ``progress.epoch + 1`` to ``trainer.max_epochs``: train, validate, add a row to metrics.csv and
     save the checkpoints. Only rank 0 writes files."""
     model, core, optimizer, scheduler = training.model, training.core, training.optimizer, training.scheduler
-    with open(out_dir / "metrics.csv" if world.main else os.devnull, "w", newline="") as f:
+    metrics_path = out_dir / "metrics.csv"
+    if world.main:  # the header and the epochs a resumed run holds, replaced whole: a kill from here on keeps them
+        write_csv(metrics_path, progress.rows, fieldnames=METRICS)
+    with open(metrics_path if world.main else os.devnull, "a", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=METRICS)
-        writer.writeheader()
-        writer.writerows(progress.rows)
         settings = run.epoch_settings(show_progress(run.trainer.progress))
         for epoch in range(progress.epoch + 1, settings.max_epochs + 1):
             t_epoch = time.perf_counter()

@@ -43,10 +43,10 @@ def save_torch(path: str | os.PathLike, obj) -> Path:
     return _atomic(path, lambda f: torch.save(obj, f))
 
 
-def write_csv(path: str | os.PathLike, rows: list[dict]) -> Path:
-    """Rows of dicts as CSV, the first row's keys as the header."""
+def write_csv(path: str | os.PathLike, rows: list[dict], fieldnames: list[str] | None = None) -> Path:
+    """Rows of dicts as CSV under ``fieldnames`` (default: the first row's keys) as the header."""
     text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+    writer = csv.DictWriter(text, fieldnames=list(fieldnames or rows[0]))
     writer.writeheader()
     writer.writerows(rows)
     return _atomic(path, lambda f: f.write(text.getvalue().encode()))

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+import train
 from tests.conftest import ROOT, compose_config
 from train import run
 
@@ -76,3 +77,32 @@ def test_resume_refuses_another_config(tmp_path):
 def test_resume_auto_without_a_checkpoint_starts_fresh(tmp_path):
     results = run(compose_config(OVERRIDES + ["trainer.max_epochs=1", "trainer.resume=auto"]), tmp_path)
     assert results["epochs"] == 1 and len(metrics(tmp_path)) == 1
+
+
+def test_a_resumed_run_keeps_its_earlier_epochs_on_disk_while_it_trains(tmp_path, monkeypatch):
+    """What a kill during a resumed run's next epoch leaves of metrics.csv: the epochs before it. (Before, the
+    file was truncated and its rows waited in a write buffer, so a kill there emptied it, and the next resume
+    read no rows: an SST-5 phrase run lost its first epoch's curve that way.)"""
+    first_epoch = train.train_epoch
+
+    def stop_in_epoch_2(*args, **kwargs):
+        if args[-2] == 2:  # the epoch argument
+            raise KeyboardInterrupt
+        return first_epoch(*args, **kwargs)
+
+    monkeypatch.setattr(train, "train_epoch", stop_in_epoch_2)
+    with pytest.raises(KeyboardInterrupt):
+        run(compose_config(OVERRIDES + ["trainer.resume=auto"]), tmp_path)
+    written = (tmp_path / "metrics.csv").read_text()
+    assert len(written.splitlines()) == 2  # the header and epoch 1
+
+    on_disk = []
+
+    def killed_here(*args, **kwargs):
+        on_disk.append((tmp_path / "metrics.csv").read_text())  # what SIGKILL at this moment would leave
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train, "train_epoch", killed_here)
+    with pytest.raises(KeyboardInterrupt):
+        run(compose_config(OVERRIDES + ["trainer.resume=auto"]), tmp_path)
+    assert on_disk == [written]
