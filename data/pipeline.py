@@ -131,7 +131,11 @@ class GraphDataset(Dataset):
         self._ds, self._vocab, self.construction = ds, vocab, construction
         path = None
         if cache_dir and not lazy:  # keyed by the split's content, the construction and the vocabulary
-            key = cache.key_digest(GRAPHS_FORMAT, ds._fingerprint, dataclasses.asdict(construction), vocab.to_list())
+            spec = dataclasses.asdict(construction)
+            parts = (GRAPHS_FORMAT, ds._fingerprint, spec, vocab.to_list())
+            if spec.get("pe") == "lap_pe":  # graphs cached before its repeated eigenspaces had a fixed basis: rebuilt
+                parts += (LAP_PE_BASIS,)
+            key = cache.key_digest(*parts)
             path = Path(cache_dir) / "graphs" / f"{desc or 'split'}-{key}.bin"
         self.cache_path = path
         self.graphs, share = self._load_cached(path, len(ds)) if path is not None else (None, None)
@@ -226,6 +230,9 @@ class GraphDataset(Dataset):
 
 
 GRAPHS_FORMAT = 3  # the graph cache's layout (pack_graphs); 1 was dgl.save_graphs
+LAP_PE_BASIS = (
+    "canonical-eigenspaces"  # in lap_pe graphs' cache keys only (data/graphs/positional.py); other keys unchanged
+)
 
 
 def pack_graphs(graphs: list[dgl.DGLGraph]) -> dict | None:

@@ -36,6 +36,35 @@ def sign_of_peak(vecs: torch.Tensor, rel_tol: float = 1e-4) -> torch.Tensor:
     return torch.where(peak < 0, -1.0, 1.0)
 
 
+def canonical_eigenspaces(vals: torch.Tensor, vecs: torch.Tensor, rel_tol: float = 1e-8) -> torch.Tensor:
+    """``vecs`` (n, n, ascending ``vals``) with every repeated eigenspace given a basis that does not depend on
+    the eigensolver: the projector onto the space (``Q Q^T``, the same whatever basis ``Q`` the solver chose)
+    applied to e_1, e_2, ... in node order, orthonormalised (Gram-Schmidt), keeping the first independent ones.
+    LAPACK builds pick different bases for one space (an Intel CPU's MKL and an AMD CPU's, for a star's
+    leaves), so without this a tree's positions depended on the machine. Single eigenvalues are kept as
+    they are (their sign is set by :func:`sign_of_peak`)."""
+    out, i, n = vecs.clone(), 0, len(vals)
+    while i < n:
+        j = i + 1
+        while j < n and vals[j] - vals[i] <= rel_tol * max(1.0, abs(float(vals[i]))):
+            j += 1
+        if j - i > 1:
+            q = vecs[:, i:j]
+            proj = q @ q.T
+            basis: list[torch.Tensor] = []
+            for col in proj.T:  # the projection of e_1, e_2, ...
+                for b in basis:
+                    col = col - (b @ col) * b
+                norm = col.norm()
+                if norm > 1e-6:
+                    basis.append(col / norm)
+                if len(basis) == j - i:
+                    break
+            out[:, i:j] = torch.stack(basis, 1)
+        i = j
+    return out
+
+
 def laplacian_pe(src: torch.Tensor, dst: torch.Tensor, n: int, k: int) -> torch.Tensor:
     """(n, k) Laplacian eigenvector positions (Dwivedi et al., 2020): the eigenvectors of
     ``L = I - D^-1/2 A D^-1/2`` with the k smallest non-trivial eigenvalues, zero-padded when n - 1 < k.
@@ -48,15 +77,15 @@ def laplacian_pe(src: torch.Tensor, dst: torch.Tensor, n: int, k: int) -> torch.
     On the path graph (``pe_graph=chain``) eigenvector k is ``sqrt(deg(i)) · cos(π k i / (n - 1))``:
     cosines of the position, like the sinusoidal encoding, but with frequencies that grow linearly
     in k and depend on the sentence length (tutorials/03_graphs_for_sentences.py derives it).
-    On trees, eigenvalues repeat (leaves of one operator share eigenvalue 1), so beyond the first
-    few columns the basis within a repeated eigenspace is arbitrary: the encoding is most
-    informative in its first columns.
+    On trees, eigenvalues repeat (leaves of one operator share eigenvalue 1); any basis of a repeated
+    eigenspace is as good as another, so the one here is fixed by node order
+    (:func:`canonical_eigenspaces`), the same on every machine, not the eigensolver's.
     """
     a = _undirected_simple(src, dst, n)
     d = a.sum(1).clamp(min=1).pow(-0.5)
     lap = torch.eye(n, dtype=torch.float64) - d[:, None] * a * d[None, :]
-    _, vecs = torch.linalg.eigh(lap)  # ascending eigenvalues
-    vecs = vecs[:, 1 : k + 1]  # drop the trivial eigenvector
+    vals, vecs = torch.linalg.eigh(lap)  # ascending eigenvalues
+    vecs = canonical_eigenspaces(vals, vecs)[:, 1 : k + 1]  # drop the trivial eigenvector
     vecs = vecs * sign_of_peak(vecs).double()
     out = torch.zeros(n, k, dtype=torch.float32)
     out[:, : vecs.shape[1]] = vecs.float()

@@ -249,3 +249,17 @@ def test_loader_batches_a_cached_split_straight_from_the_arrays(tmp_path, monkey
         want_g, want_y = collate([fresh[i] for i in indices])
         same_graphs([g], [want_g])
         assert torch.equal(g.batch_num_nodes(), want_g.batch_num_nodes()) and torch.equal(y, want_y)
+
+
+def test_lap_pe_graphs_cached_before_the_fixed_basis_are_not_reused(tmp_path):
+    """lap_pe's repeated eigenspaces got a fixed basis (data/graphs/positional.py): its graphs' cache key
+    changed, so a cache of the old positions is never read; every other construction's key did not."""
+    import dataclasses
+
+    from data.pipeline import GRAPHS_FORMAT
+
+    for pe, same_key in ((None, True), ("random_walk_pe", True), ("lap_pe", False)):
+        ds, vocab, construction = graph_sets(tmp_path, GraphConstruction(name="tree", pe=pe, pe_dim=4))
+        built = GraphDataset(ds, vocab, construction, "val", progress=False, cache_dir=tmp_path)
+        old = cache.key_digest(GRAPHS_FORMAT, ds._fingerprint, dataclasses.asdict(construction), vocab.to_list())
+        assert (built.cache_path.name == f"val-{old}.bin") is same_key, pe

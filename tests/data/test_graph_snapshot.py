@@ -1,5 +1,8 @@
 """Every graph construction builds exactly the graphs it built when this snapshot was taken (commit 9f2f680,
-before data/graphs.py became the package data/graphs/).
+before data/graphs.py became the package data/graphs/), except the 28 lap_pe cases whose graph has a repeated
+Laplacian eigenvalue (setting s5): their positions depended on the machine's LAPACK (17 differed between an
+AMD and an Intel CPU) until data/graphs/positional.py gave such eigenspaces a fixed basis, and were written
+again then, the same on both (checked with MKL_CBWR=COMPATIBLE, which reproduces the AMD path).
 
 Each case builds one graph (every registered kind x settings x a few ListOps expressions and parsed sentences,
 with SST-style gold trees), or one kNN rebuild, one word-level graph lifted to word pieces, one memory-plan count,

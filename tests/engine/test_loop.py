@@ -24,7 +24,9 @@ TINY = ["debug=tiny", "logger=none", "trainer.max_epochs=3", "trainer.log_every=
 # metrics.csv (train loss, train acc, val loss, val acc per epoch) and test accuracy of these runs, written by
 # the loop before this one (7ef2f89: an .item() per step, torch DataLoaders), with the overrides below, on one
 # thread: a float32 sum over 2 threads rounds differently in the 8th digit (old and new loops agree bit for bit
-# there too, checked by hand), so the test fixes the thread count
+# there too, checked by hand), so the test fixes the thread count. Another CPU's float32 kernels round
+# differently too (an Intel AVX-512 machine's losses differ in the 8th digit), so losses are compared to a
+# relative 1e-6 and accuracies exactly
 BEFORE = {
     "transformer_complete": (  # impl=auto: the dense path
         ["model=transformer", "graph=complete"],
@@ -49,7 +51,8 @@ BEFORE = {
 
 @pytest.mark.parametrize("name", ["gat_window", pytest.param("transformer_complete", marks=pytest.mark.slow)])
 def test_same_seed_same_curve_as_the_loop_before(name, tmp_path):
-    """CPU float32 numerics unchanged: every epoch's numbers equal, to the last bit, what the old loop wrote."""
+    """CPU float32 numerics unchanged: every epoch's accuracies equal what the old loop wrote, and its losses
+    within float32 rounding of another CPU's kernels (bit for bit on the machine that wrote them)."""
     overrides, curve, test_acc = BEFORE[name]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -59,7 +62,8 @@ def test_same_seed_same_curve_as_the_loop_before(name, tmp_path):
         torch.set_num_threads(threads)
     with open(tmp_path / "metrics.csv") as f:
         rows = [[float(r[k]) for k in ("train_loss", "train_acc", "val_loss", "val_acc")] for r in csv.DictReader(f)]
-    assert rows == curve
+    assert [(r[1], r[3]) for r in rows] == [(c[1], c[3]) for c in curve]  # accuracies: exact
+    assert [x for r in rows for x in (r[0], r[2])] == pytest.approx([x for c in curve for x in (c[0], c[2])], rel=1e-6)
     assert results["test_acc"] == test_acc
 
 

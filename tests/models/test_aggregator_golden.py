@@ -9,8 +9,14 @@ optimiser's state in a checkpoint is stored by that order), output, recorded wei
 with respect to the input and to every parameter. Also ``Block`` (pre-LN with a GRU update, post-LN)
 and MiniLM's ``PostLNBlock`` with a bias.
 
-The comparison is exact (``torch.equal``) on CPU float32 with one thread: a refactor must not move a
-single bit. Regenerate the file only at a commit whose numerics are known good:
+The fixture was written on a CPU whose float32 kernels (MKL, ATen's vectorised softmax) round as they
+do there; an Intel AVX-512 machine's round 108 of its 1,480 tensors differently in the last bits (seen
+2026-11-26: at most 7.5e-8 absolute, each within rtol 1e-5 and atol 1e-6), and no environment variable
+(``MKL_CBWR``, ``ATEN_CPU_CAPABILITY``, ``DNNL_MAX_CPU_ISA``) takes them back. So every tensor must equal
+the fixture within rtol 1e-5, atol 1e-6 (CPU float32 with one thread): rounding may differ between
+machines, any change to the arithmetic (a moved 1 / sqrt(d_h), swapped queries and keys) may not, and
+the failure says how many tensors were bit-identical. Regenerate the file only at a commit whose numerics
+are known good:
 ``.venv/bin/python -m tests.models.test_aggregator_golden --write``.
 """
 
@@ -28,6 +34,7 @@ DIM, HEADS, TYPES = 12, 2, 6  # d_h = 6: 1 / sqrt(d_h) is not a power of two; TY
 NAMES = ("gcn", "gin", "gat", "transformer", "sum", "mean", "max")
 ATTENTION = ("gat", "transformer")
 HOOKS = ("plain", "head_mask", "record", "bias", "dropout", "all")
+RTOL, ATOL = 1e-5, 1e-6  # float32 rounding of another CPU's kernels; a change to the arithmetic is far above it
 
 
 def irregular_batch() -> dgl.DGLGraph:
@@ -183,20 +190,25 @@ def test_parameter_names_and_their_order_are_unchanged(computed, saved):
         assert computed[key] == saved[key], key
 
 
-def test_outputs_weights_and_gradients_are_bit_identical(computed, saved):
-    differ = []
+def test_outputs_weights_and_gradients_are_unchanged(computed, saved):
+    differ, exact, total = [], 0, 0
     for key, want in saved.items():
         if key.startswith("order/"):
             continue
         got = computed[key]
         assert set(got) == set(want), key
         for name, tensor in want.items():
-            same = (tensor is None and got[name] is None) or (
-                tensor is not None and got[name] is not None and torch.equal(got[name], tensor)
-            )
+            if tensor is None or got[name] is None:
+                same = tensor is None and got[name] is None
+            else:
+                total += 1
+                exact += torch.equal(got[name], tensor)
+                same = got[name].shape == tensor.shape and torch.allclose(got[name], tensor, rtol=RTOL, atol=ATOL)
             if not same:
                 differ.append(f"{key}:{name}")
-    assert not differ, f"{len(differ)} tensors moved, first: {differ[:8]}"
+    assert not differ, (
+        f"{len(differ)} tensors moved beyond rounding ({exact} of {total} bit-identical), first: {differ[:8]}"
+    )
 
 
 if __name__ == "__main__":

@@ -133,3 +133,29 @@ def test_structural_encodings_reach_the_model_in_both_impls(positional):
         assert not torch.allclose(model(g), model(g))
         model.eval()
         torch.testing.assert_close(model(g), model(g))
+
+
+def test_a_repeated_eigenspace_gets_the_same_basis_whatever_basis_the_solver_returns():
+    """A star's leaves share one eigenvalue: LAPACK builds (Intel's MKL, AMD's path) return different bases of
+    that space, which made lap_pe depend on the machine. canonical_eigenspaces gives every rotation of the
+    solver's basis the same columns, still orthonormal eigenvectors; single eigenvalues keep theirs."""
+    from data.graphs.positional import canonical_eigenspaces
+
+    n = 5  # node 0 joined to 4 leaves
+    a = torch.zeros(n, n, dtype=torch.float64)
+    a[0, 1:] = a[1:, 0] = 1
+    d = a.sum(1).pow(-0.5)
+    lap = torch.eye(n, dtype=torch.float64) - d[:, None] * a * d[None, :]
+    vals, vecs = torch.linalg.eigh(lap)
+    repeated = (vals - 1).abs() < 1e-9
+    assert repeated.sum() == 3  # eigenvalue 1, three times
+    gen = torch.Generator().manual_seed(0)
+    rotation, _ = torch.linalg.qr(torch.randn(3, 3, dtype=torch.float64, generator=gen))
+    rotated = vecs.clone()
+    rotated[:, repeated] = vecs[:, repeated] @ rotation  # another basis of the same space, as another solver gives
+    assert not torch.allclose(rotated, vecs)
+    mine, theirs = canonical_eigenspaces(vals, vecs), canonical_eigenspaces(vals, rotated)
+    torch.testing.assert_close(mine, theirs, rtol=0, atol=1e-12)
+    torch.testing.assert_close(lap @ mine, mine * vals, rtol=0, atol=1e-12)  # still eigenvectors
+    torch.testing.assert_close(mine.T @ mine, torch.eye(n, dtype=torch.float64), rtol=0, atol=1e-12)
+    assert torch.equal(mine[:, ~repeated], vecs[:, ~repeated])
