@@ -59,6 +59,7 @@ class TrainerConfig:
     log_every: int
     phrase_loss: bool
     resume: str | None
+    heartbeat_s: float = 0.0  # configs written before trainer.heartbeat_s: no heartbeat
 
     @classmethod
     def from_mapping(cls, t: Mapping) -> TrainerConfig:
@@ -72,6 +73,7 @@ class TrainerConfig:
             log_every=int(t["log_every"]),
             phrase_loss=bool(t.get("phrase_loss")),
             resume=t.get("resume"),
+            heartbeat_s=float(t.get("heartbeat_s", 0)),
         )
 
 
@@ -132,7 +134,9 @@ class RunConfig:
         """What one epoch reads (``progress``: whether bars show; default ``trainer.progress``)."""
         t = self.trainer
         bars = t.progress if progress is None else progress
-        return EpochSettings(t.max_epochs, bars, self.optim.grad_clip, t.phrase_loss, t.log_every, t.precision)
+        return EpochSettings(
+            t.max_epochs, bars, self.optim.grad_clip, t.phrase_loss, t.log_every, t.precision, t.heartbeat_s
+        )
 
 
 def check_config(cfg: DictConfig) -> RunConfig:
@@ -144,6 +148,9 @@ def check_config(cfg: DictConfig) -> RunConfig:
         value = OmegaConf.select(cfg, key)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{key} must be an integer >= 1, got {value!r}")
+    heartbeat = OmegaConf.select(cfg, "trainer.heartbeat_s", default=0)
+    if isinstance(heartbeat, bool) or not isinstance(heartbeat, int | float) or heartbeat < 0:
+        raise ValueError(f"trainer.heartbeat_s must be a number of seconds >= 0 (0: off), got {heartbeat!r}")
     check_across(cfg, parts)
     return RunConfig(
         dataset=parts.dataset,

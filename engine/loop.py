@@ -4,6 +4,7 @@ metrics every ``trainer.log_every`` steps."""
 
 from __future__ import annotations
 
+import logging
 import math
 import sys
 import time
@@ -17,6 +18,7 @@ from engine.distributed import SINGLE, World, all_sum
 from engine.tracking import Tracker
 
 PRECISIONS = ("fp32", "bf16")  # trainer.precision
+log = logging.getLogger("train")
 
 
 def show_progress(requested: bool) -> bool:
@@ -43,6 +45,9 @@ class EpochSettings:
     phrase_loss: bool  # + the mean loss over every labelled word and phrase (SST)
     log_every: int  # steps between W&B train/* logs (and reads of the device: loss, accuracy, finite-loss check)
     precision: str = "fp32"  # fp32 | bf16 (autocast)
+    heartbeat_s: float = (
+        0.0  # without a bar: a log line within the epoch at the first log point this long after the last; 0 off
+    )
 
     @classmethod
     def from_config(cls, cfg, progress: bool | None = None) -> EpochSettings:
@@ -52,7 +57,32 @@ class EpochSettings:
         if precision not in PRECISIONS:
             raise ValueError(f"unknown trainer.precision {precision!r}; valid: {', '.join(PRECISIONS)}")
         bars = bool(t.progress) if progress is None else progress
-        return cls(int(t.max_epochs), bars, cfg.optim.grad_clip, bool(t.phrase_loss), int(t.log_every), precision)
+        heartbeat = float(t.get("heartbeat_s", 0))
+        return cls(
+            int(t.max_epochs), bars, cfg.optim.grad_clip, bool(t.phrase_loss), int(t.log_every), precision, heartbeat
+        )
+
+
+def _length(loader) -> int | None:
+    try:
+        return len(loader)
+    except TypeError:  # an iterable without a length: the line says no time left
+        return None
+
+
+def heartbeat(
+    epoch: int, epochs: int, done: int, batches: int | None, seen: int, elapsed: float, loss: float, acc: float
+) -> str:
+    """One line of progress within an epoch, for a log file: ``epoch 1/2: 1,200/4,901 batches (24%), loss
+    0.912, acc 0.618, 48 examples/s, about 41 min left in this epoch``."""
+    rate = seen / elapsed if elapsed > 0 else float("nan")
+    where = f"{done:,} batches"
+    if batches:
+        left = elapsed / done * (batches - done)
+        mins = f"{left / 60:.0f} min" if left >= 60 else f"{left:.0f} s"
+        where = f"{done:,}/{batches:,} batches ({100 * done / batches:.0f}%)"
+        return f"epoch {epoch}/{epochs}: {where}, loss {loss:.3f}, acc {acc:.3f}, {rate:.0f} examples/s, about {mins} left in this epoch"
+    return f"epoch {epoch}/{epochs}: {where}, loss {loss:.3f}, acc {acc:.3f}, {rate:.0f} examples/s"
 
 
 def warmup_cosine(
@@ -158,12 +188,16 @@ def train_epoch(
 
     The host does not wait for the device at each step: the loss and the count of correct predictions add up
     on the device, and are read every ``log_every`` steps (W&B's metrics, the bar, the finite-loss check,
-    which names the first bad step) and at the end of the epoch."""
+    which names the first bad step) and at the end of the epoch. Without a bar (a log file, a multirun), one of
+    those reads every ``heartbeat_s`` seconds also logs a line: batches done, running loss and accuracy,
+    examples/s and the time the epoch has left (:func:`heartbeat`)."""
     model.train()
     device, graphs_on = devices
     loss_sum = torch.zeros((), dtype=torch.float64, device=device)  # float64: as the Python floats it replaces
     correct = torch.zeros((), dtype=torch.int64, device=device)
     seen, start, pending = 0, time.perf_counter(), []
+    beat = start if settings.heartbeat_s > 0 and not settings.progress and world.main else None
+    batches, done = _length(loader), 0
     bar = tqdm(
         loader,
         desc=f"epoch {epoch}/{settings.max_epochs}",
@@ -193,9 +227,15 @@ def train_epoch(
         loss_sum += loss.detach().double() * len(y)
         correct += (logits.argmax(-1) == y).sum()
         seen += len(y)
+        done += 1
         if step % settings.log_every == 0:  # the only reads of the device inside the epoch
             check_finite(pending)
-            bar.set_postfix(loss=f"{loss_sum.item() / seen:.3f}", acc=f"{correct.item() / seen:.3f}")
+            mean_loss, acc = loss_sum.item() / seen, correct.item() / seen
+            bar.set_postfix(loss=f"{mean_loss:.3f}", acc=f"{acc:.3f}")
+            now = time.perf_counter()
+            if beat is not None and now - beat >= settings.heartbeat_s:
+                beat = now
+                log.info(heartbeat(epoch, settings.max_epochs, done, batches, seen, now - start, mean_loss, acc))
             tracker.log(
                 {
                     "train/loss": loss.item(),

@@ -40,6 +40,7 @@ def test_unknown_group_value_lists_the_valid_ones(group, valid, tmp_path):
         ("logger.mode=sometimes", "valid: auto, online, offline, disabled"),
         ("trainer.max_epochs=0", "trainer.max_epochs must be an integer >= 1, got 0"),
         ("trainer.max_epochs=abc", "trainer.max_epochs must be an integer >= 1, got 'abc'"),
+        ("trainer.heartbeat_s=-5", "trainer.heartbeat_s must be a number of seconds >= 0 (0: off), got -5"),
         ("model.num_heads=3", "model.hidden_dim=32 must be divisible by model.num_heads=3"),
         ("dataset.num_test=0", "the test split is empty"),
     ],
@@ -121,7 +122,7 @@ def test_the_run_config_is_typed_and_carries_every_stage_s_settings():
     assert isinstance(run_cfg.dataset, DatasetEntry) and run_cfg.dataset.name == "listops"
     assert isinstance(run_cfg.graph, GraphKind) and run_cfg.graph.name == "tree" and run_cfg.graph.is_tree
     assert isinstance(run_cfg.model, EncoderConfig) and run_cfg.model.hidden_dim == 32
-    assert run_cfg.trainer == TrainerConfig(2, 32, 100, "fp32", False, True, 7, False, None)
+    assert run_cfg.trainer == TrainerConfig(2, 32, 100, "fp32", False, True, 7, False, None, 300.0)
     assert (run_cfg.seed, run_cfg.device) == (3, "auto")
     assert run_cfg.optim == OptimConfig("adagrad", 0.05, 1e-4, "cosine", 0.0, 1.0, None, None)
     assert check_config(compose_config([])).optim.betas == (0.9, 0.98)

@@ -5,6 +5,8 @@ hot path in the same order, bf16 autocast that trains, and progress bars only on
 from __future__ import annotations
 
 import csv
+import logging
+import re
 import subprocess
 import sys
 import types
@@ -285,3 +287,58 @@ def test_a_piped_run_writes_no_carriage_return(tmp_path):
     out = proc.stdout + proc.stderr + (tmp_path / "train.log").read_bytes()
     assert b"\r" not in out
     assert out.count(b"epoch 1: train loss") == 2 and out.count(b"epoch 2: train loss") == 2  # stream + train.log
+
+
+def test_without_a_bar_a_heartbeat_line_reports_progress_within_the_epoch(monkeypatch, caplog):
+    """trainer.heartbeat_s: a log file (no bar) gets a progress line at a log_every read once that many seconds
+    have passed; none with a bar, none with 0."""
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(5, 3)
+
+        def forward(self, g):
+            return self.lin(g.x)
+
+    class Fake(types.SimpleNamespace):
+        def to(self, device):
+            return self
+
+    data = [(Fake(x=torch.randn(8, 5)), torch.randint(0, 3, (8,))) for _ in range(12)]
+
+    def lines(heartbeat_s, progress=False):
+        caplog.clear()
+        model = Model()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+        tracker = types.SimpleNamespace(log=lambda metrics, step: None)
+        settings = EpochSettings(2, progress, None, False, 4, "fp32", heartbeat_s)
+        cpu = torch.device("cpu")
+        with caplog.at_level(logging.INFO, logger="train"):
+            loop.train_epoch(model, data, opt, sched, (cpu, cpu), tracker, 0, settings, 1)
+        return [r.getMessage() for r in caplog.records if r.name == "train"]
+
+    every = lines(1e-9)  # due at every log point: steps 4, 8, 12
+    assert [line.split(",")[0] for line in every] == [
+        "epoch 1/2: 4/12 batches (33%)",
+        "epoch 1/2: 8/12 batches (67%)",
+        "epoch 1/2: 12/12 batches (100%)",
+    ]
+    assert all(
+        re.search(r"loss \d\.\d{3}, acc \d\.\d{3}, \d+ examples/s, about \d+ s left in this epoch$", x) for x in every
+    )
+    assert lines(3600) == []  # not due yet
+    assert lines(0) == [] and lines(1e-9, progress=True) == []
+
+
+def test_the_heartbeat_line_reads_well():
+    line = loop.heartbeat(1, 2, 1200, 4901, 38400, 800.0, 0.9124, 0.6181)
+    assert (
+        line
+        == "epoch 1/2: 1,200/4,901 batches (24%), loss 0.912, acc 0.618, 48 examples/s, about 41 min left in this epoch"
+    )
+    assert (
+        loop.heartbeat(2, 2, 30, None, 960, 10.0, 1.0, 0.5)
+        == "epoch 2/2: 30 batches, loss 1.000, acc 0.500, 96 examples/s"
+    )
