@@ -28,6 +28,7 @@ Exits non-zero, naming the file, the line and both values, when
     python -m tools.check_docs --write-headline  # read the headline numbers again, rewrite README's table
     python -m tools.check_docs --write-untied    # list again the numbers no reference ties
     python -m tools.check_docs --seal docs/results/T.md 'make experiment E=T'   # runs lost: hold T's rows
+    python -m tools.check_docs --render docs/results/T.md   # sources changed, runs gone: write T from its sources
 """
 
 from __future__ import annotations
@@ -727,7 +728,19 @@ def main(argv: list[str] | None = None) -> int:
         help="hold a table whose per-run records are lost to its rows as they are now (RERUN: the command)",
     )
     parser.add_argument("--write-untied", action="store_true", help=f"list the numbers no reference ties in {UNTIED}")
+    parser.add_argument(
+        "--render",
+        nargs="+",
+        metavar="TABLE",
+        help="write these replayed tables again from their committed sources (records or JSON), then check",
+    )
     args = parser.parse_args(argv)
+    for rel in args.render or []:
+        try:
+            print(f"wrote {replay.render(ROOT, rel).relative_to(ROOT)}")
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     if args.write_untied:
         print(f"wrote {write_untied().relative_to(ROOT)}")
     if args.write_headline:

@@ -83,17 +83,20 @@ class Table:
         return self.render(*data).splitlines()
 
 
-def _soft_syntax(data: dict, pretrained: dict, timing: dict) -> str:
+def _soft_syntax(data: dict, pretrained: dict, timing: dict, phrases: list[dict]) -> str:
     from studies import soft_syntax
 
-    return soft_syntax.replay_table(data, pretrained, timing)
+    return soft_syntax.replay_table(data, pretrained, timing, phrases)
 
 
 # (3): tables drawn by a tool of their own from committed JSON; a new one is one line here
 TABLES = [
     Table(
         "docs/results/soft_syntax.md",
-        tuple(f"docs/results/{n}.json" for n in ("soft_syntax", "pretrained_graphs", "soft_syntax_time")),
+        (
+            *(f"docs/results/{n}.json" for n in ("soft_syntax", "pretrained_graphs", "soft_syntax_time")),
+            "docs/results/runs/sst_phrases.jsonl",  # its targets section chooses among phrase-level training too
+        ),
         _soft_syntax,
         "studies.soft_syntax.replay_table",
     ),
@@ -193,6 +196,31 @@ def compare(root: Path, t: Table) -> list[str]:
         if a != b:
             return [f"{t.table}:{k + 1}: has {a!r}, {t.writer}({', '.join(t.sources)}) writes {b!r}"]
     return []
+
+
+def render(root: Path, rel: str) -> Path:
+    """Write the replayed table ``rel`` again from its committed sources: what ``check_docs`` compares it
+    with. For a table drawn from ``make experiment``'s records only the generated part (above the first
+    ``## `` heading) is rewritten; the written analysis below it is kept. For when the sources changed
+    and the runs behind the table are gone (``--table-only`` needs ``multirun/``, a study its run
+    directories): ``python -m tools.check_docs --render docs/results/soft_syntax.md``."""
+    found = {t.table: t for t in tables(root)}
+    sealed = read_sealed(root)
+    if rel in sealed:
+        raise ValueError(f"{rel}: sealed, no committed records to render it from; {sealed[rel]['note']}")
+    if rel not in found:
+        raise ValueError(f"{rel}: no committed source draws it; replayed tables: {', '.join(sorted(found))}")
+    t, path = found[rel], root / rel
+    want = t.want(root)
+    if t.generated_only and path.is_file():
+        have = path.read_text().splitlines()
+        start = next((k for k, line in enumerate(have) if line.startswith("## ")), len(have))
+        prose = have[start:]
+        want = generated_part(want) + ([""] + prose if prose else [])
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text("\n".join(want) + "\n")
+    tmp.replace(path)
+    return path
 
 
 # ---------------------------------------------------------------- sealed tables

@@ -101,15 +101,17 @@ def verdict(diff: float, threshold: float) -> str:
     return "within noise" if abs(diff) <= threshold else ("better" if diff > 0 else "worse")
 
 
-def replay_table(data: dict, pretrained: dict, timing: dict | None = None) -> str:
-    """The committed table again from the committed JSON (``soft_syntax.json``, ``pretrained_graphs.json`` and
-    ``soft_syntax_time.json``): what ``tools.check_docs`` replays."""
+def replay_table(data: dict, pretrained: dict, timing: dict | None = None, phrases: list[dict] | None = None) -> str:
+    """The committed table again from the committed files (``soft_syntax.json``, ``pretrained_graphs.json``,
+    ``soft_syntax_time.json`` and phrase-level training's records, ``runs/sst_phrases.jsonl``): what
+    ``tools.check_docs`` replays, and what ``python -m tools.check_docs --render docs/results/soft_syntax.md``
+    writes when only the records changed (the soft runs' directories are not needed)."""
     ref = {}
     for cell in pretrained["cells"]:
         s = cell["settings"]
         if set(s) == {"dataset", "graph"} and s["graph"] in ("complete", "dep"):
             ref[f"{s['dataset']}/{s['graph']}"] = cell
-    return markdown({**data, "reference": ref}, f"make experiment E={EXPERIMENT}", timing, pretrained["cells"])
+    return markdown({**data, "reference": ref}, f"make experiment E={EXPERIMENT}", timing, pretrained["cells"], phrases)
 
 
 def _introduction(command: str) -> list[str]:
@@ -167,7 +169,11 @@ def _main_table(cells: list[dict], ref: dict, kinds: list[str]) -> list[str]:
 
 
 def markdown(
-    data: dict, command: str, timing: Path | dict | None = None, pretrained_cells: list[dict] | None = None
+    data: dict,
+    command: str,
+    timing: Path | dict | None = None,
+    pretrained_cells: list[dict] | None = None,
+    phrases: list[dict] | None = None,
 ) -> str:
     cells, ref = main_cells(data), data["reference"]
     kinds = list(dict.fromkeys(kind_of(c["settings"]) for c in cells))
@@ -175,7 +181,7 @@ def markdown(
         pretrained_cells = json.loads(REFERENCE.read_text())["cells"] if REFERENCE.is_file() else []
     lines = _introduction(command) + _main_table(cells, ref, kinds)
     lines += comparison_section(cells, ref)
-    lines += targets_section(cells, pretrained_cells, phrase_records(PHRASES))
+    lines += targets_section(cells, pretrained_cells, phrase_records(PHRASES) if phrases is None else phrases)
     lines += time_section(timing if timing is not None else ROOT / "docs" / "results" / f"{EXPERIMENT}_time.json")
     lines += scale_section(data)
     lines += runs_section(data["runs"])

@@ -169,3 +169,40 @@ def test_an_experiment_whose_table_feeds_the_headline_rewrites_it(copy, monkeypa
     assert any(p.endswith(": says 0.877, docs/results/trec.md:10 has 0.887") for p in problems[1:])
     assert any("which no cell of docs/results/trec.md" in p for p in problems[1:])
     assert experiment.refresh_headline("docs/results/heads.md") == 0  # not in the headline: nothing to do
+
+
+def test_render_writes_a_replayed_table_again_from_changed_records(copy):
+    """A new phrase-level run in the records moves two tables: sst_phrases.md (drawn from the records) and
+    soft_syntax.md (its targets section chooses among them; the records are a declared source, so the copy's
+    records are read, not the repository's). ``--render`` writes both again, keeping sst_phrases' prose."""
+    records = copy / "docs" / "results" / "runs" / "sst_phrases.jsonl"
+    first = json.loads(records.read_text().splitlines()[0])
+    new = {**first, "overrides": [o if not o.startswith("seed=") else "seed=7" for o in first["overrides"]], "seed": 7}
+    new.update(best_val_acc=0.60, test_acc=0.61)
+    records.write_text(records.read_text() + json.dumps(new) + "\n")
+    prose = (copy / "docs" / "results" / "sst_phrases.md").read_text().split("\n## ", 1)[1]
+
+    def broken_tables():
+        tables = ("docs/results/soft_syntax.md", "docs/results/sst_phrases.md")
+        return sorted({p.split(":")[0] for p in check_docs.check() if p.startswith(tables)})
+
+    assert broken_tables() == ["docs/results/soft_syntax.md", "docs/results/sst_phrases.md"]
+    assert check_docs.main(["--render", "docs/results/soft_syntax.md", "docs/results/sst_phrases.md"]) == 1
+    assert broken_tables() == []  # the prose restating the old mean still fails: that is the point of refs
+    table = (copy / "docs" / "results" / "sst_phrases.md").read_text()
+    assert "(2 runs," in table.splitlines()[0] and table.split("\n## ", 1)[1] == prose
+    assert (
+        "sst_phrases dataset.train_phrases=True dataset=sst graph=complete"
+        in (copy / "docs" / "results" / "soft_syntax.md").read_text()
+    )
+
+
+def test_render_refuses_a_sealed_or_unknown_table(copy, capsys):
+    assert check_docs.main(["--render", "docs/results/sst.md"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "error: docs/results/sst.md: sealed, no committed records to render it from; "
+        "per-run records not committed; rerun: `make experiment E=sst`"
+    )
+    assert check_docs.main(["--render", "docs/results/nothing.md"]) == 2
+    assert "docs/results/nothing.md: no committed source draws it; replayed tables: " in capsys.readouterr().err
