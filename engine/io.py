@@ -39,6 +39,10 @@ def write_json(path: str | os.PathLike, obj) -> Path:
     return _atomic(path, lambda f: f.write((json.dumps(obj, indent=2, sort_keys=True) + "\n").encode()))
 
 
+def write_text(path: str | os.PathLike, text: str) -> Path:
+    return _atomic(path, lambda f: f.write(text.encode()))
+
+
 def save_torch(path: str | os.PathLike, obj) -> Path:
     return _atomic(path, lambda f: torch.save(obj, f))
 

@@ -76,13 +76,12 @@ def heartbeat(
     """One line of progress within an epoch, for a log file: ``epoch 1/2: 1,200/4,901 batches (24%), loss
     0.912, acc 0.618, 48 examples/s, about 41 min left in this epoch``."""
     rate = seen / elapsed if elapsed > 0 else float("nan")
-    where = f"{done:,} batches"
-    if batches:
-        left = elapsed / done * (batches - done)
-        mins = f"{left / 60:.0f} min" if left >= 60 else f"{left:.0f} s"
-        where = f"{done:,}/{batches:,} batches ({100 * done / batches:.0f}%)"
-        return f"epoch {epoch}/{epochs}: {where}, loss {loss:.3f}, acc {acc:.3f}, {rate:.0f} examples/s, about {mins} left in this epoch"
-    return f"epoch {epoch}/{epochs}: {where}, loss {loss:.3f}, acc {acc:.3f}, {rate:.0f} examples/s"
+    where = f"{done:,}/{batches:,} batches ({100 * done / batches:.0f}%)" if batches else f"{done:,} batches"
+    line = f"epoch {epoch}/{epochs}: {where}, loss {loss:.3f}, acc {acc:.3f}, {rate:.0f} examples/s"
+    if not batches:
+        return line
+    left = elapsed / done * (batches - done)
+    return line + f", about {f'{left / 60:.0f} min' if left >= 60 else f'{left:.0f} s'} left in this epoch"
 
 
 def warmup_cosine(

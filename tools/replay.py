@@ -217,10 +217,9 @@ def render(root: Path, rel: str) -> Path:
         start = next((k for k, line in enumerate(have) if line.startswith("## ")), len(have))
         prose = have[start:]
         want = generated_part(want) + ([""] + prose if prose else [])
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text("\n".join(want) + "\n")
-    tmp.replace(path)
-    return path
+    from engine.io import write_text
+
+    return write_text(path, "\n".join(want) + "\n")
 
 
 # ---------------------------------------------------------------- sealed tables
