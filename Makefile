@@ -95,6 +95,7 @@ sst_syntax: install ## does a complete-graph Transformer trained on SST find the
 	@for s in 0 1 2; do for t in gold dep; do \
 		$(PYTHON) -m studies.attention_syntax "multirun/sst/graph=complete,model=transformer,seed=$$s" --tree $$t \
 			--out docs/results/sst_syntax/seed$${s}_$$t || exit 1; done; done
+	$(PYTHON) -m tools.check_docs --render docs/results/sst_syntax.md
 
 SYNTAX_RUN ?= outputs/pretrained_syntax/sst_transformer_complete
 FINETUNED_RUN ?= multirun/pretrained_graphs/dataset=sst_binary,graph=complete,seed=0# make experiment E=pretrained_graphs's first run

@@ -10,7 +10,7 @@ on a mismatch. Three ways a table is replayed, in this order:
 2. ``docs/results/X.json`` with ``X.md`` beside it and a writer ``studies.X.table_from_json(data)``
    (the study of that name: ``essay``, ``listops_best``);
 3. an entry of ``TABLES`` below: a table, the JSON files it is drawn from and the function that renders
-   it (``pretrained_graphs``, ``pretrained_graphs_frozen``, ``pretrained_syntax``).
+   it (``pretrained_graphs``, ``pretrained_graphs_frozen``, ``pretrained_syntax``, ``sst_syntax``).
 
 A new experiment plugs in with no code when ``make experiment`` writes its table (1), or with one
 ``table_from_json`` in its study (2), or one line in ``TABLES`` (3).
@@ -83,6 +83,12 @@ class Table:
         return self.render(*data).splitlines()
 
 
+def _sst_syntax(*results: dict) -> str:
+    from studies import attention_syntax
+
+    return attention_syntax.sst_seeds_table(*results)
+
+
 def _soft_syntax(data: dict, pretrained: dict, timing: dict, phrases: list[dict]) -> str:
     from studies import soft_syntax
 
@@ -111,6 +117,13 @@ TABLES = [
         ("docs/results/pretrained_graphs_frozen.json",),
         _pretrained_graphs_frozen,
         "studies.graph_probe.write_markdown",
+    ),
+    Table(
+        "docs/results/sst_syntax.md",
+        tuple(f"docs/results/sst_syntax/seed{s}_{t}/syntax.json" for s in (0, 1, 2) for t in ("gold", "dep")),
+        _sst_syntax,
+        "studies.attention_syntax.sst_seeds_table",
+        generated_only=True,  # the answer below its '## ' heading is prose
     ),
     Table(
         "docs/results/pretrained_syntax.md",

@@ -341,6 +341,56 @@ def format_report(r: dict) -> str:
     return "\n".join(lines)
 
 
+SST_SEEDS = (0, 1, 2)  # make sst_syntax: the three complete-graph Transformers of make experiment E=sst
+SST_TITLE = "# Does a complete-graph Transformer trained on SST find either tree?"
+SST_INTRO = """`make sst_syntax` (after `make experiment E=sst`): `studies/attention_syntax` on the three seeds of
+`model=transformer graph=complete` of the SST-5 experiment, against SST's gold constituency trees
+(`--tree gold`: the *sister constituent*, the words beside a token under its parent phrase) and
+against spaCy's dependency trees (`--tree dep`: parent and children), on the first 1,000 test
+sentences. 4 layers x 4 heads. Per-seed files: `sst_syntax/seed*_{gold,dep}/syntax.json`, from which
+this table is drawn (`make sst_syntax` ends with `python -m tools.check_docs --render docs/results/sst_syntax.md`);
+heat maps and one sentence's attention for seed 0 in `sst_syntax/seed0_*/`."""
+
+
+def _best(r: dict, rel: str) -> float:
+    """The reported score of the best head for ``rel`` (its ``best_<rel>_head``, else the grid's maximum)."""
+    b = r.get(f"best_{rel}_head")
+    return b["acc"] if b else max(max(row) for row in r[f"{rel}_acc"])
+
+
+def _vs_offset(r: dict, rel: str) -> str:
+    """The best head's score for ``rel`` beside the best fixed offset's: ``0.242 (+1: 0.631)``."""
+    off = r["offset_baselines"][rel]
+    return f"{_best(r, rel):.3f} ({off['offset']:+d}: {off['acc']:.3f})"
+
+
+def sst_seeds_table(*results: dict) -> str:
+    """``docs/results/sst_syntax.md``'s generated part from its ``syntax.json`` files, given as (gold, dep)
+    per seed of ``SST_SEEDS``: a row per seed, each head score beside its baseline (uniform attention,
+    the best fixed offset)."""
+    if len(results) != 2 * len(SST_SEEDS):
+        raise ValueError(f"sst_seeds_table: {2 * len(SST_SEEDS)} results (gold, dep per seed), got {len(results)}")
+    rows = [
+        "| seed | test acc (these 1,000) | gold: best head's mass on the sister constituent (uniform) "
+        "| gold: best head, most-attended word in it (best fixed offset) "
+        "| dep: best head's mass on tree neighbours (uniform) | dep: best head, most-attended = parent (best offset) "
+        "| dep: best head, = a child (best offset) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for seed, gold, dep in zip(SST_SEEDS, results[::2], results[1::2], strict=True):
+        if (gold.get("tree"), dep.get("tree")) != ("gold", "dep"):
+            raise ValueError(
+                f"seed {seed}: expected a gold then a dep result, got {gold.get('tree')}, {dep.get('tree')}"
+            )
+        rows.append(
+            f"| {seed} | {gold['accuracy']:.3f} "
+            f"| {gold['best_mass_head']['mass']:.3f} ({gold['uniform_mass_baseline']:.3f}) | {_vs_offset(gold, 'sister')} "
+            f"| {dep['best_mass_head']['mass']:.3f} ({dep['uniform_mass_baseline']:.3f}) "
+            f"| {_vs_offset(dep, 'parent')} | {_vs_offset(dep, 'child')} |"
+        )
+    return "\n".join([SST_TITLE, "", SST_INTRO, "", *rows]) + "\n"
+
+
 def plot_heads(r: dict, path: Path) -> Path:
     plt = pyplot()
 

@@ -69,7 +69,11 @@ def test_a_results_file_that_changes_fails_until_the_headline_is_written_again(c
     assert problems[1].startswith("docs/results/sst_binary.md:")  # sealed: its per-run records are lost
     assert "the sealed copy (docs/results/runs/unrecorded.json) has" in problems[1]
     prose = problems[2:]  # every sentence and table restating the cell (or a difference from it), by page and line
-    assert {p.split(":")[0] for p in prose} == {"docs/real_sentences.md", "docs/essay.md"}
+    assert {p.split(":")[0] for p in prose} == {
+        "docs/real_sentences.md",
+        "docs/essay.md",
+        "docs/results/sst_binary_glove.md",  # its analysis: GloVe's lift over this cell
+    }
     assert all(p.split(":")[1].isdigit() for p in prose)
     assert any(p.endswith(": says 77.0, docs/results/sst_binary.md:10 has 0.780") for p in prose)
     assert any(
@@ -207,3 +211,33 @@ def test_render_refuses_a_sealed_or_unknown_table(copy, capsys):
     )
     assert check_docs.main(["--render", "docs/results/nothing.md"]) == 2
     assert "docs/results/nothing.md: no committed source draws it; replayed tables: " in capsys.readouterr().err
+
+
+def test_sst_syntax_is_drawn_from_its_six_syntax_files(copy):
+    """sst_syntax.md's table is replayed from the six committed syntax.json (no run directory needed): a
+    changed score fails on the table's row and on the prose that restates it, until --render writes the table
+    again (prose kept) and the prose is corrected."""
+    page = copy / "docs" / "results" / "sst_syntax.md"
+    source = copy / "docs" / "results" / "sst_syntax" / "seed1_gold" / "syntax.json"
+    data = json.loads(source.read_text())
+    data["accuracy"] = 0.351
+    source.write_text(json.dumps(data))
+    problems = check_docs.check()
+    row = next(k for k, line in enumerate(page.read_text().splitlines(), 1) if line.startswith("| 1 |"))
+    assert any(p.startswith(f"docs/results/sst_syntax.md:{row}: has '| 1 | 0.358 |") for p in problems), problems
+    assert any("says 36, docs/results/sst_syntax/seed1_gold/syntax.json has 0.351" in p for p in problems), problems
+    prose = page.read_text().split("\n## ", 1)[1]
+    assert check_docs.main(["--render", "docs/results/sst_syntax.md"]) == 1  # the prose still says 36%
+    assert "| 1 | 0.351 |" in page.read_text() and page.read_text().split("\n## ", 1)[1] == prose
+    _edit(page, "36% <!--", "35% <!--")
+    assert check_docs.check() == []
+
+
+def test_sst_syntax_table_wants_a_gold_and_a_dep_result_per_seed():
+    from studies.attention_syntax import sst_seeds_table
+
+    gold = {"tree": "gold"}
+    with pytest.raises(ValueError, match="6 results"):
+        sst_seeds_table(gold, gold)
+    with pytest.raises(ValueError, match="seed 0: expected a gold then a dep result, got dep, gold"):
+        sst_seeds_table(*[{"tree": "dep"}, {"tree": "gold"}] * 3)
