@@ -21,10 +21,11 @@ $(VENV)/.installed: requirements.txt requirements-nodeps.txt
 
 install: $(VENV)/.installed ## create .venv with the pinned stack (CPU; ~5 min, ~6 GB)
 
-test: install ## the docs against their evidence (tools.check_docs), then the fast test suite (CPU, < 10 min)
+TEST_WORKERS ?= auto
+test: install ## the docs against their evidence (tools.check_docs), then the fast test suite on every core, one thread per worker (CPU, < 10 min; TEST_WORKERS=0: one process)
 	@$(PYTHON) -c "import dgl, torch; print('smoke: dgl', dgl.__version__, 'torch', torch.__version__)"
 	$(PYTHON) -m tools.check_docs
-	$(PYTHON) -m pytest -q -m "not slow" $(ARGS)
+	OMP_NUM_THREADS=1 $(PYTHON) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --maxprocesses 4 $(ARGS)
 
 test-all: install ## run every test, the slow ones too
 	$(PYTHON) -m pytest -q $(ARGS)
