@@ -599,21 +599,39 @@ def _integers(line: str) -> tuple[list[tuple[str, str]], set[int]]:
     return out, used
 
 
+def analysis_starts() -> dict[Path, int]:
+    """The results pages under ``docs/results`` with a written analysis, and the line its first ``## `` heading
+    is on: what is above it is a table that ``check_docs`` replays (or holds to its seal), what is below is
+    prose that restates results. A page that a tool renders whole from JSON (``essay``, ``pretrained_graphs``)
+    is replayed whole, so it has none."""
+    whole = {t.table for t in replay.tables(ROOT) if not t.generated_only}
+    out = {}
+    for path in sorted((ROOT / replay.RESULTS).rglob("*.md")):
+        if str(path.relative_to(ROOT)) in whole:
+            continue
+        start = next((k for k, line in enumerate(path.read_text().splitlines(), 1) if line.startswith("## ")), 0)
+        if start:
+            out[path] = start
+    return out
+
+
 def untied() -> dict[str, dict[str, list[str]]]:
-    """The decimals, and the integers of an "N of M" or a percentage (``_integers``), of README, docs/*.md and
-    the tutorials that no reference or restated table ties to a record, by page and by kind: ``published`` (a published
+    """The decimals, and the integers of an "N of M" or a percentage (``_integers``), of README, docs/*.md, the
+    tutorials and the results pages' written analyses (``analysis_starts``) that no reference or restated table ties to a record, by page and by kind: ``published`` (a published
     anchor, cited on its line), ``quoted`` (a measurement made outside the repository, in the paragraph that a
     ``<!-- quoted: SOURCE -->`` line opens, or the table right after it, or in a table cell that carries the
     marker), ``hardware`` (a timing or machine fact on a line that says so), ``config`` (an integer that a
     setting fixes, marked ``<!-- config: SOURCE -->``), ``untied`` (a result restated without a reference)."""
     out: dict[str, dict[str, list[str]]] = {}
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "tutorials").glob("*.py"))]
-    for path in pages:
+    analyses = analysis_starts()
+    for path in pages + sorted(analyses):
         rel = str(path.relative_to(ROOT))
         restated = {n for _, rows in _restated_tables(path) for n, _ in rows}
         generated, quoting, previous, kinds = False, False, "", out.setdefault(rel, {})
         lines = path.read_text().splitlines()
         header = lines.index("# ---", 1) + 1 if lines[:1] == ["# ---"] and "# ---" in lines[1:] else 0  # jupytext's
+        header = analyses.get(path, header)  # a results page: its written analysis only
         for number, line in prose_lines(path):
             generated = (generated or START in line) and END not in line
             # a quoted paragraph (one line carries the marker) and the table right after it, if any
@@ -664,7 +682,9 @@ def write_untied() -> Path:
     data = {
         "about": (
             'Decimals, and integers written as "N of M" (29 of 32 heads) or as a share in percent (26%, 20–23%), in '
-            "README, docs/*.md and the tutorials that no `<!-- ref: -->` or `<!-- restates: -->` ties to a record "
+            "README, docs/*.md, the tutorials and the results pages' written analyses (below the first '## ' of a "
+            "docs/results page whose table is replayed or sealed) that no `<!-- ref: -->` or `<!-- restates: -->` "
+            "ties to a record "
             "(python -m tools.check_docs "
             "--write-untied; tests/tools/test_prose_numbers.py keeps it equal to the pages). published: a published "
             "anchor, cited on its line; quoted: a measurement made outside the repository, its source in the "

@@ -335,3 +335,22 @@ def test_an_integer_percentage_is_listed_and_a_reference_after_it_or_its_percent
     assert check_docs.check_refs() == ["README.md:1: says 24, docs/results/m.json has 0.2306"]
     page.write_text("Not rejected at 1% <!-- config: the level of tests/x.py's chi-square test -->; 57% of 4 cores.\n")
     assert check_docs.untied() == {"README.md": {"config": ["1"], "hardware": ["57"]}}
+
+
+def test_a_results_pages_written_analysis_counts_and_its_replayed_table_does_not(tmp_path, monkeypatch):
+    """Below a results page's first '## ' is prose that restates its table: an untied number there is listed.
+    The table above it is replayed (or sealed), and a page a tool renders whole from JSON is replayed whole."""
+    results = tmp_path / "docs" / "results"
+    results.mkdir(parents=True)
+    (tmp_path / "tutorials").mkdir()
+    (tmp_path / "README.md").write_text("No numbers.\n")
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    table = "| model | acc |\n|---|---|\n| gat | 0.512 |\n"
+    (results / "t.md").write_text(f"{table}\n## What it says\n\nGAT reaches 0.512 and wins by 2.4 points.\n")
+    (results / "pretrained_graphs.md").write_text(f"{table}\n## Rendered whole from JSON\n\n0.512\n")
+    (results / "no_analysis.md").write_text(table)
+    assert check_docs.untied() == {"docs/results/t.md": {"untied": ["0.512", "2.4"]}}
+    (results / "t.md").write_text(
+        f"{table}\n## What it says\n\nGAT reaches 0.512 <!-- ref: docs/results/t.md > gat > acc -->.\n"
+    )
+    assert check_docs.untied() == {} and check_docs.check_refs() == []
