@@ -89,7 +89,7 @@ def test_every_sweep_point_composes_and_passes_the_config_checks(name):
             if key in ("dataset",):  # a config group: compare its name
                 assert cfg.dataset.name == value, (name, override)
                 continue
-            got = cfg[key].name if key in ("model", "graph") else OmegaConf.select(cfg, key)
+            got = cfg[key].name if key in ("model", "graph", "optim") else OmegaConf.select(cfg, key)
             assert str(got).lower() == value.lower(), (name, override)
 
 
