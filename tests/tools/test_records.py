@@ -169,8 +169,8 @@ def edit(path, old, new):
 def test_a_number_changed_by_hand_fails_naming_file_and_line(copy, page, old, new, says):
     line = edit(copy / page, old, new)
     problems = [p for p in check_docs.check() if p.startswith(f"{page}:")]  # (pages restating it fail too)
-    assert len(problems) == 1, problems
-    assert problems[0].startswith(f"{page}:{line}: ") and says in problems[0]
+    own = [p for p in problems if p.startswith(f"{page}:{line}: ")]  # (and so may the page's own analysis)
+    assert len(own) == 1 and says in own[0], problems
     assert check_docs.main([]) == 1
 
 
