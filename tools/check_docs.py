@@ -617,8 +617,8 @@ def analysis_starts() -> dict[Path, int]:
 
 def untied() -> dict[str, dict[str, list[str]]]:
     """The decimals, and the integers of an "N of M" or a percentage (``_integers``), of README, docs/*.md, the
-    tutorials and the results pages' written analyses (``analysis_starts``) that no reference or restated table ties to a record, by page and by kind: ``published`` (a published
-    anchor, cited on its line), ``quoted`` (a measurement made outside the repository, in the paragraph that a
+    tutorials and the results pages' written analyses (``analysis_starts``) that no reference or restated table
+    ties to a record, by page and by kind: ``published`` (a published anchor, cited on its line), ``quoted`` (a measurement made outside the repository, in the paragraph that a
     ``<!-- quoted: SOURCE -->`` line opens, or the table right after it, or in a table cell that carries the
     marker), ``hardware`` (a timing or machine fact on a line that says so), ``config`` (an integer that a
     setting fixes, marked ``<!-- config: SOURCE -->``), ``untied`` (a result restated without a reference)."""
