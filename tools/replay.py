@@ -120,6 +120,7 @@ TABLES = [
     ),
     Table(
         "docs/results/sst_syntax.md",
+        # the seeds of make sst_syntax's loop: the three complete-graph Transformers of make experiment E=sst
         tuple(f"docs/results/sst_syntax/seed{s}_{t}/syntax.json" for s in (0, 1, 2) for t in ("gold", "dep")),
         _sst_syntax,
         "studies.attention_syntax.sst_seeds_table",

@@ -38,6 +38,7 @@ Writes ``syntax.json``, ``syntax_heads.png`` (layer x head heat maps) and ``synt
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -341,7 +342,6 @@ def format_report(r: dict) -> str:
     return "\n".join(lines)
 
 
-SST_SEEDS = (0, 1, 2)  # make sst_syntax: the three complete-graph Transformers of make experiment E=sst
 SST_TITLE = "# Does a complete-graph Transformer trained on SST find either tree?"
 SST_INTRO = """`make sst_syntax` (after `make experiment E=sst`): `studies/attention_syntax` on the three seeds of
 `model=transformer graph=complete` of the SST-5 experiment, against SST's gold constituency trees
@@ -365,11 +365,11 @@ def _vs_offset(r: dict, rel: str) -> str:
 
 
 def sst_seeds_table(*results: dict) -> str:
-    """``docs/results/sst_syntax.md``'s generated part from its ``syntax.json`` files, given as (gold, dep)
-    per seed of ``SST_SEEDS``: a row per seed, each head score beside its baseline (uniform attention,
-    the best fixed offset)."""
-    if len(results) != 2 * len(SST_SEEDS):
-        raise ValueError(f"sst_seeds_table: {2 * len(SST_SEEDS)} results (gold, dep per seed), got {len(results)}")
+    """``docs/results/sst_syntax.md``'s generated part from its ``syntax.json`` files, given as (gold, dep) per
+    seed, in order: a row per seed (read from the checkpoint both were scored on), each head score beside its
+    baseline (uniform attention, the best fixed offset)."""
+    if not results or len(results) % 2:
+        raise ValueError(f"sst_seeds_table: a gold and a dep result per seed, got {len(results)} results")
     rows = [
         "| seed | test acc (these 1,000) | gold: best head's mass on the sister constituent (uniform) "
         "| gold: best head, most-attended word in it (best fixed offset) "
@@ -377,13 +377,16 @@ def sst_seeds_table(*results: dict) -> str:
         "| dep: best head, = a child (best offset) |",
         "|---|---|---|---|---|---|---|",
     ]
-    for seed, gold, dep in zip(SST_SEEDS, results[::2], results[1::2], strict=True):
-        if (gold.get("tree"), dep.get("tree")) != ("gold", "dep"):
+    for k, (gold, dep) in enumerate(zip(results[::2], results[1::2], strict=True)):
+        checkpoint = gold.get("checkpoint", "")
+        seed = re.search(r"seed=(\d+)", checkpoint)
+        if (gold.get("tree"), dep.get("tree")) != ("gold", "dep") or dep.get("checkpoint") != checkpoint or not seed:
             raise ValueError(
-                f"seed {seed}: expected a gold then a dep result, got {gold.get('tree')}, {dep.get('tree')}"
+                f"pair {k}: expected a gold then a dep result of one checkpoint with seed=N in its path, got "
+                f"{gold.get('tree')} of {checkpoint!r}, {dep.get('tree')} of {dep.get('checkpoint')!r}"
             )
         rows.append(
-            f"| {seed} | {gold['accuracy']:.3f} "
+            f"| {seed[1]} | {gold['accuracy']:.3f} "
             f"| {gold['best_mass_head']['mass']:.3f} ({gold['uniform_mass_baseline']:.3f}) | {_vs_offset(gold, 'sister')} "
             f"| {dep['best_mass_head']['mass']:.3f} ({dep['uniform_mass_baseline']:.3f}) "
             f"| {_vs_offset(dep, 'parent')} | {_vs_offset(dep, 'child')} |"

@@ -233,11 +233,14 @@ def test_sst_syntax_is_drawn_from_its_six_syntax_files(copy):
     assert check_docs.check() == []
 
 
-def test_sst_syntax_table_wants_a_gold_and_a_dep_result_per_seed():
+def test_sst_syntax_table_wants_a_gold_and_a_dep_result_of_one_checkpoint_per_seed():
     from studies.attention_syntax import sst_seeds_table
 
-    gold = {"tree": "gold"}
-    with pytest.raises(ValueError, match="6 results"):
-        sst_seeds_table(gold, gold)
-    with pytest.raises(ValueError, match="seed 0: expected a gold then a dep result, got dep, gold"):
-        sst_seeds_table(*[{"tree": "dep"}, {"tree": "gold"}] * 3)
+    run = "multirun/sst/graph=complete,model=transformer,seed=0/checkpoints/best.pt"
+    gold, dep = {"tree": "gold", "checkpoint": run}, {"tree": "dep", "checkpoint": run}
+    with pytest.raises(ValueError, match="a gold and a dep result per seed, got 3 results"):
+        sst_seeds_table(gold, dep, gold)
+    with pytest.raises(ValueError, match="pair 0: expected a gold then a dep result of one checkpoint"):
+        sst_seeds_table(dep, gold)
+    with pytest.raises(ValueError, match="pair 0: "):
+        sst_seeds_table(gold, {**dep, "checkpoint": run.replace("seed=0", "seed=1")})
