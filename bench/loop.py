@@ -3,6 +3,9 @@
     python -m bench.loop                         # the default cases, 3 timed epochs each, on device=auto
     python -m bench.loop --device cuda --epochs 3
     python -m bench.loop --cases gat_complete_64 --card   # the card's command: 15 epochs, train + validation
+    python -m bench.loop --device cuda --precisions fp32 bf16   # each case in float32 and in bf16 autocast
+
+Writes ``loop.md`` to ``--out`` (default ``bench/results/<machine>/``, as every benchmark: bench/machine.py).
 
 Each case builds the default ListOps data once (``train.build_data``), then times, after one warm-up epoch, the
 old and new loops taking turns (the median of ``--epochs``):
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import os
 import statistics
 import sys
 import time
@@ -34,11 +38,12 @@ import torch.nn.functional as F  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
+from bench.machine import add_arguments, machine_slug, results_dir  # noqa: E402
 from data.pipeline import collate  # noqa: E402
 from engine.config import check_config  # noqa: E402
 from engine.distributed import SINGLE, start_devices  # noqa: E402
 from engine.evaluation import predict  # noqa: E402
-from engine.loop import EpochSettings, train_epoch  # noqa: E402
+from engine.loop import PRECISIONS, EpochSettings, train_epoch  # noqa: E402
 from train import build_data, build_training  # noqa: E402
 
 # name: overrides (the ListOps default data; conf/model/<model>.yaml sizes: the Transformer is d = 64, 4 layers)
@@ -140,7 +145,8 @@ def measure(name: str, overrides: list[str], args) -> dict:
         train_epoch(training.core, data.train_loader, training.optimizer, training.scheduler, devices, tracker, 0,
                     settings, 1, SINGLE)  # fmt: skip
 
-    row = {"case": name, "device": str(devices[0]), "impl": cfg.model.impl, "batch": batch, "examples": n}
+    row = {"case": name, "device": str(devices[0]), "impl": cfg.model.impl, "batch": batch, "examples": n,
+           "precision": settings.precision}  # fmt: skip
     row["loader_s"] = timed({"loader": loader_only}, devices[0], args.epochs)["loader"]
     training.core.load_state_dict(start)  # both loops train on from the same weights, taking turns
     row.update({f"{k}_s": v for k, v in timed({"old": old, "new": new}, devices[0], args.epochs).items()})
@@ -176,20 +182,20 @@ def measure(name: str, overrides: list[str], args) -> dict:
 
 def report(rows: list[dict]) -> str:
     lines = [
-        "| case | device | batch | loader alone (s) | old epoch (s) | new epoch (s) | old ex/s | new ex/s | new / old "
-        "| old val (s) | new val (s) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| case | device | precision | batch | loader alone (s) | old epoch (s) | new epoch (s) | old ex/s | new ex/s "
+        "| new / old | old val (s) | new val (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         old_eps, new_eps = r["examples"] / r["old_s"], r["examples"] / r["new_s"]
         lines.append(
-            f"| {r['case']} | {r['device']} | {r['batch']} | {r['loader_s']:.2f} | {r['old_s']:.2f} | {r['new_s']:.2f} "
+            f"| {r['case']} | {r['device']} | {r['precision']} | {r['batch']} | {r['loader_s']:.2f} | {r['old_s']:.2f} | {r['new_s']:.2f} "
             f"| {old_eps:,.0f} | {new_eps:,.0f} | {new_eps / old_eps:.2f}x | {r['old_val_s']:.2f} | {r['new_val_s']:.2f} |"
         )
     for r in rows:
         if "card_old_s" in r:
             lines.append(
-                f"\n{r['case']}, the card's epochs (train + validation): old {r['card_old_s']:.1f} s, "
+                f"\n{r['case']} ({r['precision']}), the card's epochs (train + validation): old {r['card_old_s']:.1f} s, "
                 f"new {r['card_new_s']:.1f} s ({r['card_new_s'] / r['card_old_s']:.2f}x the old time)"
             )
     return "\n".join(lines)
@@ -197,19 +203,39 @@ def report(rows: list[dict]) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    add_arguments(p)  # --device, --machine, --out
     p.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     p.add_argument("--epochs", type=int, default=3, help="timed epochs per measurement (median), after one warm-up")
     p.add_argument("--card", action="store_true", help="also the card's whole run: max_epochs of train + validation")
     p.add_argument("--num-train", type=int, default=None, help="a smaller training split (dataset.num_train)")
+    p.add_argument(
+        "--precisions", nargs="+", default=["fp32"], choices=PRECISIONS, help="trainer.precision of the new loop"
+    )
     args = p.parse_args(argv)
+    start = time.perf_counter()
     rows = []
     for name in args.cases:
-        extra = [f"dataset.num_train={args.num_train}"] if args.num_train else []
-        rows.append(measure(name, CASES[name] + extra, args))
-        print(report(rows[-1:]).splitlines()[-1], flush=True)
+        for precision in args.precisions:
+            extra = [f"dataset.num_train={args.num_train}"] if args.num_train else []
+            rows.append(measure(name, CASES[name] + extra + [f"trainer.precision={precision}"], args))
+            print(report(rows[-1:]).splitlines()[-1], flush=True)
+    device = torch.device(rows[0]["device"])
+    out = results_dir(args, device)
+    command = "python -m bench.loop " + " ".join(sys.argv[1:] if argv is None else argv)
+    lines = [
+        "# The training loop, old (7ef2f89) against new, side by side in one process",
+        "",
+        f"`{command.strip()}` on {machine_slug(device)} ({os.cpu_count()} CPU cores, torch {torch.__version__}): "
+        f"{time.perf_counter() - start:.0f} s. Each time is the median of {args.epochs} epochs after one warm-up; "
+        "old and new take turns. The old loop runs in float32 (7ef2f89 had no bf16), so in a bf16 row its ratio "
+        "is the loop and the precision together.",
+        "",
+        report(rows),
+    ]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "loop.md").write_text("\n".join(lines) + "\n")
     print()
-    print(report(rows))
+    print("\n".join(lines))
     return 0
 
 

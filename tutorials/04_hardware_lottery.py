@@ -195,10 +195,9 @@ else:
 #   the same parameters, and a checkpoint trained with one evaluates with the other.
 # * The size of the lottery depends on the machine. On the 2-core CPU (measured, the table above),
 #   dense wins on the complete graph by 2.3x <!-- ref: bench/results/cpu-2core/summary.md > complete > n=16 --> to 24x, and sparse wins on sparse graphs from n = 16-128.
-#   On an H100 (measured in issue 32 by a scratch script, not yet reproduced by the repository's
-#   benchmark), message passing costs 12x to 103x dense on the complete graph, and it beats dense
-#   on a window graph only at n = 4,096. `python -m bench.hardware_lottery --device cuda` measures the
-#   GPU's table; no GPU was lent to the session that wrote this, so the repository has none yet.
+#   On an H100 (`python -m bench.hardware_lottery --device cuda`, bench/results/nvidia-h100/), message
+#   passing costs 15x <!-- ref: bench/results/nvidia-h100/attention.md > d64 > complete > n=64 --> to 91x <!-- ref: bench/results/nvidia-h100/attention.md > d64 > complete > n=4096 --> dense on the complete graph, and it beats dense on a window
+#   graph only from n = 1,024. The GPU's lottery is two orders of magnitude; the CPU's is one.
 #
 # Next: `05_what_the_experiments_found.py`.
 

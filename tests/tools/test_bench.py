@@ -64,3 +64,46 @@ def test_recursive_bench_writes_its_table(tmp_path):
     binary = rows["treelstm binary/binary_tree"]
     assert float(binary["nodes"]) > float(rows["treelstm childsum/tree"]["nodes"])  # phrase nodes
     assert "| treelstm childsum/tree |" in (tmp_path / "recursive.md").read_text()
+
+
+def test_loop_bench_writes_a_row_per_case_and_precision(tmp_path):
+    from bench.loop import main as loop_main
+
+    args = ["--device", "cpu", "--cases", "gat_complete_64", "--epochs", "1", "--num-train", "64"]
+    assert loop_main(args + ["--precisions", "fp32", "bf16", "--out", str(tmp_path)]) == 0
+    table = (tmp_path / "loop.md").read_text()
+    rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| gat_complete_64 |")]
+    assert [(r[1], r[2], r[3]) for r in rows] == [("cpu", "fp32", "64"), ("cpu", "bf16", "64")]
+    for r in rows:  # examples/s is the split's 64 examples over the epoch's seconds (printed to 0.01 s)
+        for seconds, per_second in ((r[5], r[7]), (r[6], r[8])):
+            eps, s_ = float(per_second.replace(",", "")), float(seconds)
+            assert 64 / (s_ + 0.005) - 1 <= eps <= 64 / max(s_ - 0.005, 1e-9) + 1
+    assert "python -m bench.loop --device cpu" in table and "on cpu-" in table
+    with pytest.raises(SystemExit):  # an unknown precision stops at the argument parser
+        loop_main(args + ["--precisions", "fp16"])
+
+
+@pytest.mark.slow
+def test_gpu_script_runs_its_steps_and_packs_what_finished(tmp_path):
+    """bench/gpu.sh at tiny sizes on the CPU (QUICK=1 DEVICE=cpu), the card step only: three timed runs of
+    the card's command, their table, and one archive with everything (about a minute)."""
+    import os
+    import subprocess
+    import sys
+    import tarfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "QUICK": "1", "DEVICE": "cpu", "STEPS": "card", "PYTHON": sys.executable}
+    done = subprocess.run(["bash", "bench/gpu.sh", str(tmp_path)], cwd=root, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    table = (tmp_path / "work" / "card.md").read_text()
+    rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| gpu_") or line.startswith("| cpu_")]
+    assert [r[0] for r in rows] == ["| gpu_built", "| gpu_cached", "| cpu_cached"]
+    assert all(float(r[1]) > 0 and 0 <= float(r[2].rstrip(" |")) <= 1 for r in rows)  # a wall time, a test accuracy
+    assert "GPU wall / CPU wall" in table
+    steps = (tmp_path / "work" / "logs" / "steps.txt").read_text()
+    assert "card_cpu_cached rc=0" in steps and "loop" not in steps  # STEPS chose the card alone
+    with tarfile.open(tmp_path / "gpu.tgz") as tar:
+        names = tar.getnames()
+    assert "./card.md" in names and not any("cache" in n.split("/")[1:2] for n in names)
