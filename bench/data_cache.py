@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.machine import machine_slug, results_dir  # noqa: E402
+from bench.machine import invocation, machine_slug, results_dir  # noqa: E402
 
 CHILD = """
 import json, sys, time, torch
@@ -79,7 +79,7 @@ def main(argv=None) -> int:
                 f"run {i + 1}: data {rows[-1]['data_s']:.1f} s, first pass {rows[-1]['first_pass_s']:.1f} s", flush=True
             )
         size = folder_mib(Path(tmp))
-    command = "python -m bench.data_cache " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = invocation("data_cache", argv)
     lines = [
         "# Data built once: the data stage, first run and runs that read the cache",
         "",

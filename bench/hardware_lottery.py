@@ -55,7 +55,7 @@ from torch import nn
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.machine import add_arguments, pick_device, results_dir, sparse_available, sparse_skip_line  # noqa: E402
+from bench.machine import add_arguments, invocation, pick_device, results_dir, sparse_available, sparse_skip_line  # noqa: E402
 from data.graphs import GRAPH_KINDS, GraphConstruction  # noqa: E402
 from models import MODEL_FAMILIES  # noqa: E402
 from models.dense import to_dense  # noqa: E402
@@ -697,7 +697,7 @@ def main(argv=None) -> int:
     attention = [] if "attention" in args.skip else measure_attention(args, device, args.dgl_on_device)
     if attention:  # its own table too, so the section can be rerun alone (--skip layers memory overheads training)
         write_csv(out / "attention.csv", attention)
-        command = "python -m bench.hardware_lottery " + " ".join(sys.argv[1:] if argv is None else argv)
+        command = invocation("hardware_lottery", argv)
         head = (
             f"`{command.strip()}` on {machine}: {time.perf_counter() - start:.0f} s, load average "
             f"{os.getloadavg()[0]:.1f} at the end (other jobs share the machine). Median of {args.repeat} "

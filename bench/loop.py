@@ -38,7 +38,7 @@ import torch.nn.functional as F  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
-from bench.machine import add_arguments, machine_slug, results_dir  # noqa: E402
+from bench.machine import add_arguments, invocation, machine_slug, results_dir  # noqa: E402
 from data.pipeline import collate  # noqa: E402
 from engine.config import check_config  # noqa: E402
 from engine.distributed import SINGLE, start_devices  # noqa: E402
@@ -221,7 +221,7 @@ def main(argv=None) -> int:
             print(report(rows[-1:]).splitlines()[-1], flush=True)
     device = torch.device(rows[0]["device"])
     out = results_dir(args, device)
-    command = "python -m bench.loop " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = invocation("loop", argv)
     lines = [
         "# The training loop, old (7ef2f89) against new, side by side in one process",
         "",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 from pathlib import Path
 
 import torch
@@ -37,6 +38,11 @@ def machine_slug(device: torch.device) -> str:
         return "-".join(w.split("-")[0] for w in words[:2]).lower()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return f"cpu-{cores}core"
+
+
+def invocation(module: str, argv: list[str] | None) -> str:
+    """The command line a results file names: ``python -m bench.<module>`` and the arguments it was given."""
+    return " ".join(["python -m bench." + module, *(sys.argv[1:] if argv is None else argv)])
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -65,7 +65,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.machine import add_arguments, pick_device, results_dir, sparse_available, sparse_skip_line  # noqa: E402
+from bench.machine import add_arguments, invocation, pick_device, results_dir, sparse_available, sparse_skip_line  # noqa: E402
 from data.graphs import GraphConstruction  # noqa: E402
 from data.vocab import SPECIALS  # noqa: E402
 from engine.io import write_csv  # noqa: E402
@@ -522,7 +522,7 @@ def main(argv=None) -> int:
     write_csv(out / "scaling.csv", rows)
     plot(rows, out / "scaling.png", machine, args.tokens)
     edges = edge_table(args.edge_ns, args.k, args.window)
-    command = " ".join(["python -m bench.scaling", *(sys.argv[1:] if argv is None else argv)])
+    command = invocation("scaling", argv)
     text = summary(rows, edges, args, machine, command, time.perf_counter() - start)
     (out / "scaling.md").write_text(text)
     print(text)
