@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from studies import listops_best
-from tools import check_docs, experiment, replay
+from tools import check_docs, experiment
 
 
 def test_the_repository_agrees_with_its_evidence():
