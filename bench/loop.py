@@ -38,7 +38,7 @@ import torch.nn.functional as F  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
-from bench.machine import add_arguments, invocation, machine_slug, results_dir  # noqa: E402
+from bench.machine import add_arguments, invocation, machine_slug, pick_device, results_dir  # noqa: E402
 from data.pipeline import collate  # noqa: E402
 from engine.config import check_config  # noqa: E402
 from engine.distributed import SINGLE, start_devices  # noqa: E402
@@ -212,15 +212,15 @@ def main(argv=None) -> int:
         "--precisions", nargs="+", default=["fp32"], choices=PRECISIONS, help="trainer.precision of the new loop"
     )
     args = p.parse_args(argv)
+    device = pick_device(args.device)
+    out = results_dir(args, device)  # a bad --machine stops here, before minutes of timing
     start = time.perf_counter()
+    extra = [f"dataset.num_train={args.num_train}"] if args.num_train else []
     rows = []
     for name in args.cases:
         for precision in args.precisions:
-            extra = [f"dataset.num_train={args.num_train}"] if args.num_train else []
             rows.append(measure(name, CASES[name] + extra + [f"trainer.precision={precision}"], args))
             print(report(rows[-1:]).splitlines()[-1], flush=True)
-    device = torch.device(rows[0]["device"])
-    out = results_dir(args, device)
     command = invocation("loop", argv)
     lines = [
         "# The training loop, old (7ef2f89) against new, side by side in one process",

@@ -81,6 +81,8 @@ def test_loop_bench_writes_a_row_per_case_and_precision(tmp_path):
     assert "python -m bench.loop --device cpu" in table and "on cpu-" in table
     with pytest.raises(SystemExit):  # an unknown precision stops at the argument parser
         loop_main(args + ["--precisions", "fp16"])
+    with pytest.raises(SystemExit, match="--machine 'a b'"):  # a bad folder name, before any timing
+        loop_main(args + ["--machine", "a b"])
 
 
 @pytest.mark.slow
