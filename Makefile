@@ -48,7 +48,7 @@ evaluate: install ## evaluate a checkpoint: make evaluate ARGS="checkpoint=outpu
 	$(PYTHON) evaluate.py $(ARGS)
 
 E ?= graph_choice
-experiment: install ## one experiment of conf/experiment/ (all its grids) -> docs/results/E.md, docs/figures/E_*.png: make experiment E=sst
+experiment: install ## one experiment of conf/experiment/ (all its grids) -> docs/results/E.md, docs/figures/E_*.png: make experiment E=sst; in parts: ARGS="--missing --max-runs 4"
 	@test -n "$(E)" || { echo "error: name the experiment: make experiment E=<file in conf/experiment/>"; exit 2; }
 	$(PYTHON) -m tools.experiment $(E) $(ARGS)
 

@@ -780,6 +780,10 @@ def main(argv: list[str] | None = None) -> int:
         f"check_docs: {replayed} tables replayed from committed records, {len(sealed)} without per-run records "
         f"(sealed: {replay.SEALED})"
     )
+    from tools import experiment
+
+    for line in experiment.progress(ROOT):
+        print(f"check_docs: {line}")
     print(f"check_docs: {len(problems)} problem(s)" if problems else "check_docs: the docs agree with their evidence")
     return 1 if problems else 0
 

@@ -28,11 +28,24 @@ runs the same grids smaller into ``multirun/small/E`` and ``docs/results/small/E
 in ``experiment_then`` is that ``small/`` prefix). An experiment that leaves ``trainer.resume`` out of
 its run directories' names runs with ``trainer.resume=auto``: finished runs are tested again, not
 retrained, and a killed grid goes on from each run's last epoch.
+
+A grid too long for one sitting goes in parts, on as many machines as it takes, because the committed
+records, not ``multirun/``, say what is done:
+
+    python -m tools.experiment heads --missing --max-runs 4 --jobs 2   # 4 runs with no record yet, 2 at a time
+
+``--missing`` trains only the runs of the plan (every grid's runs as Hydra's sweeper names them, ``planned``)
+that have no line in ``docs/results/runs/E.jsonl``; ``--max-runs`` caps the part; ``--jobs`` trains runs side by
+side (each with ``OMP_NUM_THREADS`` = cores / jobs, its output in ``multirun/E/.logs/``). A part writes its runs'
+records when it ends. A sealed table (``tools.replay``) stays sealed, its rows held, until
+the records hold every planned run; then the table is drawn and the seal dropped. ``experiment_then`` needs
+every run's directory, so a part skips it unless all the runs are on this machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import subprocess
 import sys
@@ -85,6 +98,72 @@ def resumes(name: str) -> bool:
     return "trainer.resume" in keys
 
 
+def sweep_params(name: str) -> list[str]:
+    """The experiment file's own ``hydra.sweeper.params`` as override lines (``key=a,b``)."""
+    params = ((read(name).get("hydra") or {}).get("sweeper") or {}).get("params") or {}
+    return [f"{k}={v}" for k, v in params.items()]
+
+
+def planned(name: str, overrides: list[str]) -> list[list[str]]:
+    """Every run of the experiment, in the order its grids run them: each run's overrides exactly as Hydra's
+    basic sweeper hands them to the job (and so to its ``.hydra/overrides.yaml``, whose ``records.key_of`` is
+    the run's record's key). ``overrides`` are the ones added to every grid."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser, extra, runs = OverridesParser.create(), resume_override(name), []
+    for grid in grids_of(name):
+        lines = [*sweep_params(name), f"experiment={name}", *grid, *extra, *overrides]
+        (batch,) = BasicSweeper.split_arguments(parser.parse_overrides(lines), None)
+        runs += batch
+    return runs
+
+
+def resume_override(name: str) -> list[str]:
+    return ["trainer.resume=auto"] if resumes(name) else []
+
+
+def missing(name: str, overrides: list[str]) -> list[list[str]]:
+    """The planned runs of the experiment without a committed record (``docs/results/runs/<name>.jsonl``)."""
+    have = {tuple(r["overrides"]) for r in records.read(f"{suite_dir(overrides)}{name}")}
+    return [run for run in planned(name, overrides) if tuple(records.key_of(run)) not in have]
+
+
+def run_each(name: str, runs: list[list[str]], jobs: int) -> int:
+    """Train ``runs`` one Hydra job each (into the sweep directory's usual run directories), ``jobs`` at a
+    time; their output goes to ``multirun/<name>/.logs/`` when more than one runs at once. The number that
+    failed."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    logs = ROOT / "multirun" / f"{suite_dir(runs[0])}{name}" / ".logs"
+    env = dict(os.environ)
+    if jobs > 1:
+        logs.mkdir(parents=True, exist_ok=True)
+        env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // jobs)))
+
+    def one(k: int, run: list[str]) -> int:
+        cmd = [sys.executable, "train.py", "-m", *run]
+        label = " ".join(o for o in records.key_of(run) if not o.startswith("experiment="))
+        print(f"[run {k}/{len(runs)}] {label}", flush=True)
+        start = time.perf_counter()
+        if jobs > 1:
+            with open(logs / f"run{k}.log", "w") as log:
+                rc = subprocess.call(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        else:
+            rc = subprocess.call(cmd, cwd=ROOT, env=env)
+        where = f" (log: {(logs / f'run{k}.log').relative_to(ROOT)})" if jobs > 1 else ""
+        print(
+            f"[run {k}/{len(runs)}] {label}: {'failed' if rc else 'done'} in {time.perf_counter() - start:.0f} s"
+            f"{where}",
+            flush=True,
+        )
+        return 1 if rc else 0
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return sum(pool.map(one, range(1, len(runs) + 1), runs))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("name", help="an experiment of conf/experiment/")
@@ -93,28 +172,54 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-then", action="store_true", help="skip the experiment's analysis (experiment_then, e.g. pruning)"
     )
+    parser.add_argument(
+        "--missing", action="store_true", help="train only the runs without a committed record (runs/<E>.jsonl)"
+    )
+    parser.add_argument("--max-runs", type=int, default=0, help="train at most this many runs now (0: all)")
+    parser.add_argument("--jobs", type=int, default=1, help="runs trained at once (each on cores/jobs threads)")
     args = parser.parse_args(argv)
+    if args.max_runs < 0 or args.jobs < 1:
+        parser.error("--max-runs must be >= 0 and --jobs >= 1")
     grids = grids_of(args.name)
     prefix = suite_dir(args.overrides)
-    extra = ["trainer.resume=auto"] if resumes(args.name) else []
+    name = f"{prefix}{args.name}"
     start_all = time.perf_counter()
     at = records.commit()  # the commit the runs run at (HEAD when they start)
-    if not args.table_only:
+    one_by_one = args.missing or args.max_runs or args.jobs > 1
+    if not args.table_only and not one_by_one:
         for k, grid in enumerate(grids, start=1):
-            cmd = [sys.executable, "train.py", "-m", f"experiment={args.name}", *grid, *extra, *args.overrides]
+            cmd = [sys.executable, "train.py", "-m", f"experiment={args.name}", *grid]
+            cmd += [*resume_override(args.name), *args.overrides]
             print(f"[{k}/{len(grids)}] {shlex.join(cmd[1:])}", flush=True)
             start = time.perf_counter()
             if subprocess.call(cmd, cwd=ROOT):
-                print(
-                    f"error: grid {k} of experiment {args.name} failed (its runs are under multirun/{prefix}{args.name})"
-                )
+                print(f"error: grid {k} of experiment {args.name} failed (its runs are under multirun/{name})")
                 return 1
             print(f"[{k}/{len(grids)}] done in {time.perf_counter() - start:.0f} s", flush=True)
-    name = f"{prefix}{args.name}"
+    elif not args.table_only:
+        todo = missing(args.name, args.overrides) if args.missing else planned(args.name, args.overrides)
+        todo = todo[: args.max_runs] if args.max_runs else todo
+        print(f"experiment {name}: {len(todo)} run(s) to train, {args.jobs} at a time", flush=True)
+        failed = run_each(args.name, todo, args.jobs) if todo else 0
+        if failed:
+            print(f"error: {failed} run(s) of experiment {args.name} failed (their runs are under multirun/{name})")
+            return 1
     command = shlex.join(
         ["make", "experiment", f"E={args.name}", *([f"ARGS={' '.join(args.overrides)}"] if args.overrides else [])]
     )
     write_records(name, at)
+    left = missing(args.name, args.overrides)
+    if left and f"docs/results/{name}.md" in replay.read_sealed(ROOT):  # a sealed table waits for all its runs
+        print(
+            f"records: {len(planned(args.name, args.overrides)) - len(left)} of "
+            f"{len(planned(args.name, args.overrides))} runs of {name} recorded in {records.RUNS}/{name}.jsonl; "
+            f"docs/results/{name}.md waits for the other {len(left)}: "
+            f"{shlex.join(['make', 'experiment', f'E={args.name}', 'ARGS=' + ' '.join([*args.overrides, '--missing'])])}",
+            flush=True,
+        )
+        return 0
+    if replay.unseal(ROOT, f"docs/results/{name}.md"):
+        print(f"docs/results/{name}.md: seal dropped from {replay.SEALED}", flush=True)
     table = [sys.executable, "-m", "tools.results_table", f"{records.RUNS}/{name}.jsonl", f"--command={command}"]
     own = read(args.name).get("experiment_table")  # an experiment whose committed table another tool writes
     results, figures = (
@@ -129,7 +234,15 @@ def main(argv: list[str] | None = None) -> int:
     table += [f"--curves={figures}_curves.png", f"--lengths={figures}_by_length.png"]
     if subprocess.call(table, cwd=ROOT):
         return 1
-    for then in [] if args.no_then else thens_of(args.name):  # analyses of the trained runs, e.g. studies.long_range
+    thens = [] if args.no_then else thens_of(args.name)
+    if thens and one_by_one and not all_here(name, planned(args.name, args.overrides)):
+        print(
+            f"experiment_then skipped: it reads the run directories, and some runs of {name} were trained on "
+            f"another machine; {command} trains them all here",
+            flush=True,
+        )
+        thens = []
+    for then in thens:  # analyses of the trained runs, e.g. studies.long_range
         then = then.replace("{suite_dir}", prefix)
         print(f"then: python -m {then}", flush=True)
         if subprocess.call([sys.executable, "-m", *shlex.split(then)], cwd=ROOT):
@@ -140,14 +253,42 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def progress(root: Path = ROOT) -> list[str]:
+    """One line for each committed records file that holds fewer runs than its experiment's grids plan: a
+    sealed table rerun in parts, or a replayed table drawn from a part of its grid."""
+    sealed, out = replay.read_sealed(root), []
+    for path in sorted((root / records.RUNS).rglob("*.jsonl")):
+        name = str(path.relative_to(root / records.RUNS).with_suffix(""))
+        experiment, prefix = Path(name).name, str(Path(name).parent)
+        if not (ROOT / "conf" / "experiment" / f"{experiment}.yaml").is_file():
+            continue
+        overrides = [f"scale={prefix}"] if prefix != "." else []
+        have = {tuple(json.loads(line)["overrides"]) for line in path.read_text().splitlines() if line.strip()}
+        plan = [tuple(records.key_of(run)) for run in planned(experiment, overrides)]
+        done = sum(key in have for key in plan)
+        if done < len(plan):
+            table = f"docs/results/{name}.md"
+            state = "sealed until they are all recorded" if table in sealed else "replayed from the recorded ones"
+            rest = shlex.join(["make", "experiment", f"E={experiment}", "ARGS=" + " ".join([*overrides, "--missing"])])
+            out.append(
+                f"{table}: {done} of the {len(plan)} runs its grids plan are recorded, {state}; the rest: {rest}"
+            )
+    return out
+
+
+def all_here(name: str, runs: list[list[str]]) -> bool:
+    """Does every run have its finished run directory under ``multirun/<name>`` on this machine?"""
+    root = ROOT / "multirun" / name
+    here = {tuple(records.overrides_of(d)) for d in records.run_dirs(root)} if root.is_dir() else set()
+    return all(tuple(records.key_of(run)) in here for run in runs)
+
+
 def write_records(name: str, at: str) -> None:
     """The slim records of ``multirun/<name>``'s runs into ``docs/results/runs/<name>.jsonl`` (the table is drawn
-    from them), and the table's seal dropped: from now on it is replayed from its records."""
+    from them once they hold every planned run; ``main`` then drops the table's seal)."""
     if not (ROOT / "multirun" / name).is_dir():  # --table-only on a fresh clone: the committed records
         return
     print(f"records: {records.write_from_runs(ROOT / 'multirun' / name, name, at).relative_to(ROOT)}", flush=True)
-    if replay.unseal(ROOT, f"docs/results/{name}.md"):
-        print(f"docs/results/{name}.md: seal dropped from {replay.SEALED}", flush=True)
 
 
 def refresh_headline(table: str) -> int:

@@ -59,11 +59,15 @@ def commit() -> str:
     return head.stdout.strip() + ("+dirty" if dirty else "")
 
 
+def key_of(overrides: list[str]) -> list[str]:
+    """What identifies a run among its experiment's: the overrides that change a result, sorted."""
+    return sorted(str(o) for o in overrides if not str(o).lstrip("+~").startswith(NOT_SETTINGS))
+
+
 def overrides_of(run_dir: Path) -> list[str]:
     """The run's command-line overrides that change a result, sorted (``seed=`` among them)."""
     path = run_dir / ".hydra" / "overrides.yaml"
-    items = [str(o) for o in (yaml.safe_load(path.read_text()) or [])] if path.is_file() else []
-    return sorted(o for o in items if not o.lstrip("+~").startswith(NOT_SETTINGS))
+    return key_of(yaml.safe_load(path.read_text()) or []) if path.is_file() else []
 
 
 def curve_of(run_dir: Path) -> list[dict]:

@@ -152,10 +152,12 @@ def command_of(path: Path) -> str | None:
 
 def tables(root: Path) -> list[Table]:
     """Every replayed table of the repository at ``root``."""
-    out = []
+    out, sealed = [], read_sealed(root)
     for records in sorted((root / RUNS).rglob("*.jsonl")):  # (1) make experiment's records
         name = records.relative_to(root / RUNS).with_suffix("")
         table = RESULTS / f"{name}.md"
+        if str(table) in sealed:  # records of a part of its runs (make experiment ARGS=--missing): held to its seal
+            continue
         rel = str(records.relative_to(root))
         command = command_of(root / table)
         out.append(

@@ -12,6 +12,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from tests.conftest import CONF, compose_config
+from tools.experiment import write_records as WRITE_RECORDS  # the real one: tests/tools/conftest.py stubs it out
 
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
 
@@ -59,9 +60,10 @@ def test_experiment_runner_runs_every_grid_then_the_table(tmp_path, monkeypatch)
     assert "--out=docs/results/small/heads.md" in calls[1]
     assert calls[2][:3] == ["-m", "studies.prune_heads", "multirun/small/heads/model.num_heads=8,seed=0"]
     calls.clear()  # an experiment_then analysis runs after the table
-    assert experiment.main(["long_range", "--table-only"]) == 0
-    assert calls[0][:3] == ["-m", "tools.results_table", "docs/results/runs/long_range.jsonl"]
-    assert calls[1][:3] == ["-m", "studies.long_range", "multirun/long_range"] and len(calls) == 2
+    assert experiment.main(["sst_tai", "--table-only"]) == 0
+    assert calls[0][:3] == ["-m", "tools.results_table", "docs/results/runs/sst_tai.jsonl"] and len(calls) == 1
+    calls.clear()  # a sealed table without its records: no table, the seal holds
+    assert experiment.main(["long_range", "--table-only"]) == 0 and calls == []
     with pytest.raises(SystemExit, match="no experiment 'nope'; valid: .*sst"):
         experiment.grids_of("nope")
 
@@ -128,3 +130,108 @@ def test_every_experiment_runs_a_few_steps(name, tmp_path):
     assert len(results) == len(points)
     for path in results:
         check(path.parent)
+
+
+# --------------------------------------------------------------------------------------------
+# A rerun in parts: the runs without a committed record, a few at a time; the seal holds until all are in
+# --------------------------------------------------------------------------------------------
+def test_the_plan_holds_every_committed_record():
+    """Each committed record is a run its experiment's grids plan, keyed as Hydra's sweeper names the job: a
+    grid edited under its records (a run renamed, a value dropped) fails here."""
+    from tools import experiment, records
+
+    checked = 0
+    for path in sorted((CONF.parent / records.RUNS).rglob("*.jsonl")):
+        name = path.relative_to(CONF.parent / records.RUNS).with_suffix("")
+        overrides = [f"scale={name.parent}"] if str(name.parent) != "." else []
+        plan = {tuple(records.key_of(run)) for run in experiment.planned(name.name, overrides)}
+        keys = [tuple(r["overrides"]) for r in records.read(str(name))]
+        assert set(keys) <= plan, (str(name), sorted(set(keys) - plan)[:2])
+        checked += len(keys)
+    assert checked > 300
+    heads = experiment.planned("heads", [])
+    assert len(heads) == 12 and heads[0] == ["experiment=heads", "model.num_heads=1", "seed=0", "trainer.resume=auto"]
+    assert records.key_of(heads[0]) == ["experiment=heads", "model.num_heads=1", "seed=0"]
+    # an override added to every grid replaces a swept key, as Hydra's sweeper does
+    assert [r[2] for r in experiment.planned("heads", ["seed=2"])] == ["seed=2"] * 4
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    """A repository whose heads table is sealed and whose records hold 5 of its 12 runs; train.py and the
+    table writer are faked: a training call writes a finished run directory, every call is kept."""
+    from tools import experiment, records, replay
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "conf").symlink_to(CONF)
+    (root / "docs" / "results").mkdir(parents=True)
+    (root / "docs" / "results" / "heads.md").write_text(
+        "per-run records not committed; rerun: `make experiment E=heads`\n\n| h | acc |\n|---|---|\n| 1 | 0.5 |\n"
+    )
+    replay.seal(root, "docs/results/heads.md", "make experiment E=heads")
+    for module in (experiment, records):
+        monkeypatch.setattr(module, "ROOT", root)
+    monkeypatch.setattr(experiment, "write_records", WRITE_RECORDS)  # into this copy: conftest stubs it out
+    plan = experiment.planned("heads", [])
+    done = [{"overrides": records.key_of(run), "seed": 0, "commit": "a" * 40, "test_acc": 0.5} for run in plan[::3]]
+    records.write("heads", done[:4] + [{**done[0], "overrides": records.key_of(plan[1])}])
+    calls = []
+
+    def call(cmd, cwd=None, env=None, stdout=None, stderr=None):
+        calls.append((cmd[1:], env, stdout))
+        if cmd[1] == "train.py":
+            key = records.key_of(cmd[3:])
+            run = root / "multirun" / "heads" / ",".join(o for o in key if not o.startswith("experiment="))
+            (run / ".hydra").mkdir(parents=True)
+            (run / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in cmd[3:]))
+            seed = int(next(o for o in key if o.startswith("seed="))[5:])
+            (run / "results.json").write_text(json.dumps({"seed": seed, "test_acc": 0.6, "model": "transformer"}))
+        return 0
+
+    monkeypatch.setattr(experiment.subprocess, "call", call)
+    return root, plan, calls
+
+
+def test_a_rerun_in_parts_trains_the_missing_runs_and_the_seal_holds_until_every_run_is_recorded(repo, capsys):
+    from tools import experiment, records, replay
+
+    root, plan, calls = repo
+    have = {tuple(r["overrides"]) for r in records.read("heads")}
+    todo = [run for run in plan if tuple(records.key_of(run)) not in have]
+    assert len(have) == 5 and len(todo) == 7 and experiment.missing("heads", []) == todo
+    assert experiment.main(["heads", "--missing", "--max-runs", "3"]) == 0  # a first part: 3 runs
+    assert [c[0] for c in calls] == [["train.py", "-m", *run] for run in todo[:3]]
+    assert len(records.read("heads")) == 8 and "docs/results/heads.md" in replay.read_sealed(root)
+    out = capsys.readouterr().out
+    assert (
+        "8 of 12 runs of heads recorded" in out
+        and "waits for the other 4: make experiment E=heads ARGS=--missing" in out
+    )
+    assert [line.split(": 8 of")[0] for line in experiment.progress(root)] == ["docs/results/heads.md"]
+    calls.clear()  # the rest, two at a time, each on its share of the cores, its output in a log
+    assert experiment.main(["heads", "--missing", "--jobs", "2"]) == 0
+    trained = [c for c in calls if c[0][0] == "train.py"]
+    assert sorted(c[0][2:] for c in trained) == sorted(todo[3:])
+    assert all(c[1]["OMP_NUM_THREADS"] and c[2] is not None for c in trained)
+    assert len(list((root / "multirun" / "heads" / ".logs").glob("run*.log"))) == 4
+    assert len(records.read("heads")) == 12 and replay.read_sealed(root) == {}
+    assert calls[-1][0][:3] == ["-m", "tools.results_table", "docs/results/runs/heads.jsonl"]
+    assert "experiment_then skipped" in capsys.readouterr().out  # 5 runs were trained elsewhere: no pruning here
+    assert experiment.progress(root) == []
+    calls.clear()  # nothing left to train: the table only
+    assert experiment.main(["heads", "--missing"]) == 0 and [c[0][1] for c in calls] == ["tools.results_table"]
+
+
+def test_a_part_that_fails_writes_no_table_and_bad_counts_are_refused(repo, monkeypatch, capsys):
+    from tools import experiment, records, replay
+
+    root, plan, calls = repo
+    monkeypatch.setattr(experiment.subprocess, "call", lambda cmd, **kw: calls.append(cmd) or 1)
+    assert experiment.main(["heads", "--missing", "--max-runs", "1"]) == 1
+    assert "error: 1 run(s) of experiment heads failed" in capsys.readouterr().out
+    assert len(records.read("heads")) == 5 and "docs/results/heads.md" in replay.read_sealed(root)
+    for bad in (["--max-runs", "-1"], ["--jobs", "0"]):
+        with pytest.raises(SystemExit):
+            experiment.main(["heads", *bad])
+    assert "--max-runs must be >= 0 and --jobs >= 1" in capsys.readouterr().err

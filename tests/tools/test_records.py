@@ -250,3 +250,24 @@ def test_writing_the_records_of_runs_not_rerun_keeps_their_lines_and_commit(tmp_
     assert [json.loads(line)["commit"][0] for line in (records_dir / "x.jsonl").read_text().splitlines()] == list(
         "aaab"
     )
+
+
+def test_a_sealed_table_rerun_in_parts_stays_held_to_its_seal_and_its_progress_is_printed(copy, capsys):
+    """make experiment ARGS=--missing commits the records of a part of the runs: the table is not replayed
+    from them (it would be a partial table); its seal holds it, and check_docs says how far the rerun is."""
+    from tools import experiment
+
+    plan = experiment.planned("aggregation", [])
+    part = [{"overrides": records.key_of(run), "seed": 0, "commit": "a" * 40, "test_acc": 0.5} for run in plan[:5]]
+    (copy / records.RUNS / "aggregation.jsonl").write_text("".join(records.line_of(r) + "\n" for r in part))
+    assert check_docs.check() == []
+    assert check_docs.main([]) == 0
+    assert (
+        "docs/results/aggregation.md: 5 of the 24 runs its grids plan are recorded, sealed until they are all "
+        "recorded; the rest: make experiment E=aggregation ARGS=--missing"
+    ) in capsys.readouterr().out
+    line = edit(copy / "docs/results/aggregation.md", "| transformer | 0.577 ± 0.007", "| transformer | 0.587 ± 0.007")
+    assert (
+        f"docs/results/aggregation.md:{line}: has '| transformer | 0.587 ± 0.007 (n=3) | 0.668 |', the sealed copy "
+        "(docs/results/runs/unrecorded.json) has '| transformer | 0.577 ± 0.007 (n=3) | 0.668 |'"
+    ) in check_docs.check()
