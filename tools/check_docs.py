@@ -23,6 +23,8 @@ Exits non-zero, naming the file, the line and both values, when
    reference ties N, a second M), and every cell of a table under ``<!-- restates: FILE -->``
    (docs/configuration.md, "Numbers in prose"). The decimals, and the integers of an "N of M" or a
    percentage, that no reference ties are listed in ``docs/results/unchecked_numbers.json`` (``--write-untied``).
+   One run's number (a seed of a mean) is tied to its record: ``<!-- ref: docs/results/runs/E.jsonl >
+   dataset=sst; seed=0 > test_acc -->`` (the run's overrides but ``experiment=``, ``;`` between them).
 
     python -m tools.check_docs                   # check; exit 1 with one line per problem
     python -m tools.check_docs --write-headline  # read the headline numbers again, rewrite README's table
@@ -291,6 +293,8 @@ def resolve(spec: str, page: str, pair: bool = False) -> tuple[list[str], str]:
         if not isinstance(value, (int, float)):
             raise Problem(f"{page}: {spec} is not a number ({value!r})")
         return [repr(value)], parts[0]
+    if path.suffix == ".jsonl":  # one run's record: its overrides (experiment= left out, ';' between), a key
+        return _from_record(path, parts, page), parts[0]
     if len(parts) not in (3, 4):
         raise Problem(f"{page}: reference {spec!r}: write FILE > [TABLE TITLE >] ROW > COLUMN")
     title, row, col = (parts[1] if len(parts) == 4 else ""), parts[-2], parts[-1]
@@ -312,6 +316,27 @@ def resolve(spec: str, page: str, pair: bool = False) -> tuple[list[str], str]:
                     found = found[int(index) : int(index) + 1 + pair]
                 return found, f"{parts[0]}:{number}"
     raise Problem(f"{page}: {parts[0]} has no cell {row!r} / {col!r}" + (f" in table {title!r}" if title else ""))
+
+
+def _from_record(path: Path, parts: list[str], page: str) -> list[str]:
+    """``runs/E.jsonl > dataset=sst; seed=0 > test_acc``: a value of the one record whose overrides, but for
+    ``experiment=``, are exactly those named (``test_by_depth > 2 > acc``: a key below it)."""
+    if len(parts) < 3:
+        raise Problem(f"{page}: reference {' > '.join(parts)!r}: write FILE.jsonl > OVERRIDE; OVERRIDE > KEY")
+    want = sorted(o.strip() for o in parts[1].split(";") if o.strip())
+    runs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    found = [r for r in runs if sorted(o for o in r["overrides"] if not o.startswith("experiment=")) == want]
+    if len(found) != 1:
+        raise Problem(f"{page}: {parts[0]} has {len(found)} runs with the overrides {'; '.join(want)}, not one")
+    value = found[0]
+    for key in parts[2:]:
+        try:
+            value = value[int(key)] if isinstance(value, list) else value[key]
+        except (KeyError, IndexError, ValueError, TypeError):
+            raise Problem(f"{page}: {parts[0]} > {parts[1]} has no {' > '.join(parts[2:])}") from None
+    if not isinstance(value, (int, float)):
+        raise Problem(f"{page}: {' > '.join(parts)} is not a number ({value!r})")
+    return [repr(value)]
 
 
 NOISE = re.compile(r"noise\s+n=([\d,]+)\s+p=(0?\.\d+)((?:\s+(?:difference|x\d+))*)\s*$")

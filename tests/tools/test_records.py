@@ -202,6 +202,29 @@ def test_a_reference_names_the_value_it_points_at_and_bad_references_fail(copy):
     ]
 
 
+def test_a_seed_behind_a_mean_is_tied_to_its_own_record(copy):
+    """``FILE.jsonl > OVERRIDES > KEY``: the one run whose overrides but experiment= are those named."""
+    page = copy / "docs" / "testing.md"
+    text = page.read_text()
+    ref = "<!-- ref: docs/results/runs/sst_glove.jsonl > seed=2 > {} -->"
+    page.write_text(text + f"\nSeed 2: 0.850 {ref.format('test_acc')}, at epoch 14 {ref.format('best_epoch')}.\n")
+    assert check_docs.check() == []
+    n = len(page.read_text().splitlines())
+    page.write_text(text + f"\nSeed 2: 0.851 {ref.format('test_acc')}.\n")
+    assert check_docs.check() == [
+        f"docs/testing.md:{n}: says 0.851, docs/results/runs/sst_glove.jsonl has 0.8500823723228995"
+    ]
+    for selector, says in [
+        ("seed=7 > test_acc", "has 0 runs with the overrides seed=7, not one"),
+        ("seed=7", "write FILE.jsonl > OVERRIDE; OVERRIDE > KEY"),
+        ("seed=2 > nope", "docs/results/runs/sst_glove.jsonl > seed=2 has no nope"),
+        ("seed=2 > curve", "is not a number"),
+    ]:
+        page.write_text(text + f"\nA seed: 0.850 <!-- ref: docs/results/runs/sst_glove.jsonl > {selector} -->\n")
+        (problem,) = check_docs.check()
+        assert problem.startswith("docs/testing.md") and says in problem, problem
+
+
 def test_a_table_replayed_from_records_fails_on_a_changed_number_and_names_both_values(copy, tmp_path, monkeypatch):
     """The path every experiment takes: make experiment writes the records, the table is drawn from them,
     check_docs draws it again."""
