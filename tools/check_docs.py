@@ -285,14 +285,7 @@ def resolve(spec: str, page: str, pair: bool = False) -> tuple[list[str], str]:
         raise Problem(f"{page}: a reference names {parts[0]}, which does not exist")
     if path.suffix in (".json", ".yaml"):  # a result, or a config value (conf/**/*.yaml) the prose states
         value = json.loads(path.read_text()) if path.suffix == ".json" else yaml.safe_load(path.read_text())
-        for key in parts[1:]:
-            try:
-                value = value[int(key)] if isinstance(value, list) else value[key]
-            except (KeyError, IndexError, ValueError, TypeError):
-                raise Problem(f"{page}: {parts[0]} has no {' > '.join(parts[1:])}") from None
-        if not isinstance(value, (int, float)):
-            raise Problem(f"{page}: {spec} is not a number ({value!r})")
-        return [repr(value)], parts[0]
+        return [_number_at(value, parts[1:], parts[0], page)], parts[0]
     if path.suffix == ".jsonl":  # one run's record: its overrides (experiment= left out, ';' between), a key
         return _from_record(path, parts, page), parts[0]
     if len(parts) not in (3, 4):
@@ -328,15 +321,19 @@ def _from_record(path: Path, parts: list[str], page: str) -> list[str]:
     found = [r for r in runs if sorted(o for o in r["overrides"] if not o.startswith("experiment=")) == want]
     if len(found) != 1:
         raise Problem(f"{page}: {parts[0]} has {len(found)} runs with the overrides {'; '.join(want)}, not one")
-    value = found[0]
-    for key in parts[2:]:
+    return [_number_at(found[0], parts[2:], f"{parts[0]} > {parts[1]}", page)]
+
+
+def _number_at(value, keys: list[str], where: str, page: str) -> str:
+    """The number below ``keys`` (a list index or a mapping key each) of ``value``, as ``repr`` writes it."""
+    for key in keys:
         try:
             value = value[int(key)] if isinstance(value, list) else value[key]
         except (KeyError, IndexError, ValueError, TypeError):
-            raise Problem(f"{page}: {parts[0]} > {parts[1]} has no {' > '.join(parts[2:])}") from None
+            raise Problem(f"{page}: {where} has no {' > '.join(keys)}") from None
     if not isinstance(value, (int, float)):
-        raise Problem(f"{page}: {' > '.join(parts)} is not a number ({value!r})")
-    return [repr(value)]
+        raise Problem(f"{page}: {where} > {' > '.join(keys)} is not a number ({value!r})")
+    return repr(value)
 
 
 NOISE = re.compile(r"noise\s+n=([\d,]+)\s+p=(0?\.\d+)((?:\s+(?:difference|x\d+))*)\s*$")
