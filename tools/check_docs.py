@@ -45,6 +45,7 @@ import yaml
 
 from tools import (
     doc_counts,
+    experiment,
     replay,
 )  # doc_counts: the counts the pages state (configs per group, tutorials, experiments)
 
@@ -802,8 +803,6 @@ def main(argv: list[str] | None = None) -> int:
         f"check_docs: {replayed} tables replayed from committed records, {len(sealed)} without per-run records "
         f"(sealed: {replay.SEALED})"
     )
-    from tools import experiment
-
     for line in experiment.progress(ROOT):
         print(f"check_docs: {line}")
     print(f"check_docs: {len(problems)} problem(s)" if problems else "check_docs: the docs agree with their evidence")

@@ -123,9 +123,11 @@ def resume_override(name: str) -> list[str]:
     return ["trainer.resume=auto"] if resumes(name) else []
 
 
-def missing(name: str, overrides: list[str]) -> list[list[str]]:
-    """The planned runs of the experiment without a committed record (``docs/results/runs/<name>.jsonl``)."""
-    have = {tuple(r["overrides"]) for r in records.read(f"{suite_dir(overrides)}{name}")}
+def missing(name: str, overrides: list[str], have: set[tuple] | None = None) -> list[list[str]]:
+    """The planned runs of the experiment without a record among ``have`` (the keys of a records file; default:
+    the committed ``docs/results/runs/<name>.jsonl``)."""
+    if have is None:
+        have = {tuple(r["overrides"]) for r in records.read(f"{suite_dir(overrides)}{name}")}
     return [run for run in planned(name, overrides) if tuple(records.key_of(run)) not in have]
 
 
@@ -208,11 +210,10 @@ def main(argv: list[str] | None = None) -> int:
         ["make", "experiment", f"E={args.name}", *([f"ARGS={' '.join(args.overrides)}"] if args.overrides else [])]
     )
     write_records(name, at)
-    left = missing(args.name, args.overrides)
+    left, total = missing(args.name, args.overrides), len(planned(args.name, args.overrides))
     if left and f"docs/results/{name}.md" in replay.read_sealed(ROOT):  # a sealed table waits for all its runs
         print(
-            f"records: {len(planned(args.name, args.overrides)) - len(left)} of "
-            f"{len(planned(args.name, args.overrides))} runs of {name} recorded in {records.RUNS}/{name}.jsonl; "
+            f"records: {total - len(left)} of {total} runs of {name} recorded in {records.RUNS}/{name}.jsonl; "
             f"docs/results/{name}.md waits for the other {len(left)}: "
             f"{shlex.join(['make', 'experiment', f'E={args.name}', 'ARGS=' + ' '.join([*args.overrides, '--missing'])])}",
             flush=True,
@@ -264,14 +265,13 @@ def progress(root: Path = ROOT) -> list[str]:
             continue
         overrides = [f"scale={prefix}"] if prefix != "." else []
         have = {tuple(json.loads(line)["overrides"]) for line in path.read_text().splitlines() if line.strip()}
-        plan = [tuple(records.key_of(run)) for run in planned(experiment, overrides)]
-        done = sum(key in have for key in plan)
-        if done < len(plan):
+        left, total = len(missing(experiment, overrides, have)), len(planned(experiment, overrides))
+        if left:
             table = f"docs/results/{name}.md"
             state = "sealed until they are all recorded" if table in sealed else "replayed from the recorded ones"
             rest = shlex.join(["make", "experiment", f"E={experiment}", "ARGS=" + " ".join([*overrides, "--missing"])])
             out.append(
-                f"{table}: {done} of the {len(plan)} runs its grids plan are recorded, {state}; the rest: {rest}"
+                f"{table}: {total - left} of the {total} runs its grids plan are recorded, {state}; the rest: {rest}"
             )
     return out
 
