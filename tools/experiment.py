@@ -36,10 +36,13 @@ records, not ``multirun/``, say what is done:
 
 ``--missing`` trains only the runs of the plan (every grid's runs as Hydra's sweeper names them, ``planned``)
 that have no line in ``docs/results/runs/E.jsonl``; ``--max-runs`` caps the part; ``--jobs`` trains runs side by
-side (each with ``OMP_NUM_THREADS`` = cores / jobs, its output in ``multirun/E/.logs/``). A part writes its runs'
-records when it ends. A sealed table (``tools.replay``) stays sealed, its rows held, until
-the records hold every planned run; then the table is drawn and the seal dropped. ``experiment_then`` needs
-every run's directory, so a part skips it unless all the runs are on this machine.
+side (each with ``OMP_NUM_THREADS`` = cores / jobs, its output in ``multirun/E/.logs/``); ``--shard K/N``
+trains the Kth of every N of them, so N checkouts or machines split one part and no run is trained twice. A part
+writes its runs' records when it ends; the runs of another checkout join them with
+``python -m tools.records OTHER/multirun/E E --at COMMIT``, and ``--table-only`` then draws the table. A sealed
+table (``tools.replay``) stays sealed, its rows held, until the records hold every planned run; then the table is
+drawn and the seal dropped. ``experiment_then`` needs every run's directory, so a part skips it unless all the runs
+are on this machine.
 """
 
 from __future__ import annotations
@@ -119,6 +122,19 @@ def planned(name: str, overrides: list[str]) -> list[list[str]]:
     return runs
 
 
+def shard_of(text: str) -> tuple[int, int]:
+    """``--shard K/N`` -> ``(K, N)``, 1 <= K <= N."""
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not K/N; write e.g. --shard 2/3 (the 2nd of every 3 runs)"
+        ) from None
+    if not 1 <= k <= n:
+        raise argparse.ArgumentTypeError(f"--shard {text}: K must be 1 to N, e.g. --shard 1/{max(n, 2)}")
+    return k, n
+
+
 def resume_override(name: str) -> list[str]:
     return ["trainer.resume=auto"] if resumes(name) else []
 
@@ -179,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--max-runs", type=int, default=0, help="train at most this many runs now (0: all)")
     parser.add_argument("--jobs", type=int, default=1, help="runs trained at once (each on cores/jobs threads)")
+    parser.add_argument(
+        "--shard", type=shard_of, default=(1, 1), metavar="K/N", help="train the Kth of every N runs (N checkouts)"
+    )
     args = parser.parse_args(argv)
     if args.max_runs < 0 or args.jobs < 1:
         parser.error("--max-runs must be >= 0 and --jobs >= 1")
@@ -187,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     name = f"{prefix}{args.name}"
     start_all = time.perf_counter()
     at = records.commit()  # the commit the runs run at (HEAD when they start)
-    one_by_one = args.missing or args.max_runs or args.jobs > 1
+    one_by_one = args.missing or args.max_runs or args.jobs > 1 or args.shard != (1, 1)
     if not args.table_only and not one_by_one:
         for k, grid in enumerate(grids, start=1):
             cmd = [sys.executable, "train.py", "-m", f"experiment={args.name}", *grid]
@@ -200,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[{k}/{len(grids)}] done in {time.perf_counter() - start:.0f} s", flush=True)
     elif not args.table_only:
         todo = missing(args.name, args.overrides) if args.missing else planned(args.name, args.overrides)
+        k, n = args.shard
+        todo = todo[k - 1 :: n]
         todo = todo[: args.max_runs] if args.max_runs else todo
         print(f"experiment {name}: {len(todo)} run(s) to train, {args.jobs} at a time", flush=True)
         failed = run_each(args.name, todo, args.jobs) if todo else 0
@@ -236,10 +257,10 @@ def main(argv: list[str] | None = None) -> int:
     if subprocess.call(table, cwd=ROOT):
         return 1
     thens = [] if args.no_then else thens_of(args.name)
-    if thens and one_by_one and not all_here(name, planned(args.name, args.overrides)):
+    if thens and not all_here(name, planned(args.name, args.overrides)):
         print(
-            f"experiment_then skipped: it reads the run directories, and some runs of {name} were trained on "
-            f"another machine; {command} trains them all here",
+            f"experiment_then skipped: it reads the run directories, and some runs of {name} have none here "
+            f"(trained on another machine, or multirun/ is gone); {command} trains them all here",
             flush=True,
         )
         thens = []

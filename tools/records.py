@@ -22,6 +22,7 @@ A rerun replaces its own lines and only those: a line is known by its ``override
 of runs not in this rerun stay. The file is written to a temporary file and renamed (``os.replace``).
 
     python -m tools.records multirun/sst_glove sst_glove   # write/refresh the records of these runs
+    python -m tools.records ../other/multirun/heads heads --at 930d0f2   # runs another checkout trained
 """
 
 from __future__ import annotations
@@ -154,9 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path, help="a sweep directory (run directories with results.json below it)")
     parser.add_argument("name", help="the experiment: writes docs/results/runs/<name>.jsonl")
+    parser.add_argument("--at", help="the commit the runs ran at (default: this checkout's, git rev-parse HEAD)")
     args = parser.parse_args(argv)
     try:
-        path = write_from_runs(args.root, args.name)
+        path = write_from_runs(args.root, args.name, args.at)
     except (FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

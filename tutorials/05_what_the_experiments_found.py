@@ -174,7 +174,7 @@ fig.tight_layout()
 # What `docs/essay.md` says, and what the cell below checks against `essay.json`, verdict and
 # difference to the point:
 #
-# * **Full scale** (90k expressions; the complete-graph Transformer at 0.577 <!-- ref: docs/results/heads.md > 4 > test accuracy -->, level with the
+# * **Full scale** (90k expressions; the complete-graph Transformer at 0.577 <!-- ref: docs/results/essay.md > graph_choice; transformer: complete - window > A -->, level with the
 #   57.4% of Shen et al. 2019's ListOps table). The gold tree beats the complete graph for the Transformer by
 #   9.1 points <!-- ref: docs/results/essay.md > graph_choice; transformer: tree - complete > difference -->
 #   (3 seeds), for GAT by 15.3 <!-- ref: docs/results/essay.md > graph_choice; gat: tree - complete > difference --> and for GCN by 15.4 <!-- ref: docs/results/essay.md > graph_choice; gcn: tree - complete > difference --> (1 seed each). The complete graph beats a window
