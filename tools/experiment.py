@@ -37,12 +37,13 @@ records, not ``multirun/``, say what is done:
 ``--missing`` trains only the runs of the plan (every grid's runs as Hydra's sweeper names them, ``planned``)
 that have no line in ``docs/results/runs/E.jsonl``; ``--max-runs`` caps the part; ``--jobs`` trains runs side by
 side (each with ``OMP_NUM_THREADS`` = cores / jobs, its output in ``multirun/E/.logs/``); ``--shard K/N``
-trains the Kth of every N of them, so N checkouts or machines split one part and no run is trained twice. A part
+keeps the Kth of every N runs of the plan (by place in the plan, before ``--missing`` and ``--max-runs``, so a
+shard is the same runs in every part): N checkouts or machines split the grid and no run is trained twice. A part
 writes its runs' records when it ends; the runs of another checkout join them with
-``python -m tools.records OTHER/multirun/E E --at COMMIT``, and ``--table-only`` then draws the table. A sealed
-table (``tools.replay``) stays sealed, its rows held, until the records hold every planned run; then the table is
-drawn and the seal dropped. ``experiment_then`` needs every run's directory, so a part skips it unless all the runs
-are on this machine.
+``python -m tools.records OTHER/multirun/E E`` (stamped with that checkout's commit), and ``--table-only`` then
+draws the table. A sealed table (``tools.replay``) stays sealed, its rows held, until the records hold every
+planned run; then the table is drawn and the seal dropped. ``experiment_then`` reads run directories: a part skips
+it unless every run's is on this machine, and ``--table-only`` skips it when none is (a fresh clone).
 """
 
 from __future__ import annotations
@@ -120,6 +121,13 @@ def planned(name: str, overrides: list[str]) -> list[list[str]]:
         (batch,) = BasicSweeper.split_arguments(parser.parse_overrides(lines), None)
         runs += batch
     return runs
+
+
+def share(runs: list[list[str]], shard: tuple[int, int]) -> list[list[str]]:
+    """The runs of shard ``(K, N)``: the Kth of every N, by place in ``runs`` (the whole plan, so a shard stays the
+    same set of runs from part to part, whatever the other shards have recorded meanwhile)."""
+    k, n = shard
+    return runs[k - 1 :: n]
 
 
 def shard_of(text: str) -> tuple[int, int]:
@@ -201,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.max_runs < 0 or args.jobs < 1:
         parser.error("--max-runs must be >= 0 and --jobs >= 1")
+    if args.table_only and args.shard != (1, 1):
+        parser.error("--shard picks runs to train and --table-only trains none: leave one out")
     grids = grids_of(args.name)
     prefix = suite_dir(args.overrides)
     name = f"{prefix}{args.name}"
@@ -218,9 +228,10 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             print(f"[{k}/{len(grids)}] done in {time.perf_counter() - start:.0f} s", flush=True)
     elif not args.table_only:
-        todo = missing(args.name, args.overrides) if args.missing else planned(args.name, args.overrides)
-        k, n = args.shard
-        todo = todo[k - 1 :: n]
+        todo = share(planned(args.name, args.overrides), args.shard)  # by place in the plan: fixed across parts
+        if args.missing:
+            left = missing(args.name, args.overrides)
+            todo = [run for run in todo if run in left]
         todo = todo[: args.max_runs] if args.max_runs else todo
         print(f"experiment {name}: {len(todo)} run(s) to train, {args.jobs} at a time", flush=True)
         failed = run_each(args.name, todo, args.jobs) if todo else 0
@@ -232,11 +243,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     write_records(name, at)
     left, total = missing(args.name, args.overrides), len(planned(args.name, args.overrides))
+    rest = ["--missing", *(["--shard", "/".join(map(str, args.shard))] if args.shard != (1, 1) else [])]
     if left and f"docs/results/{name}.md" in replay.read_sealed(ROOT):  # a sealed table waits for all its runs
         print(
             f"records: {total - len(left)} of {total} runs of {name} recorded in {records.RUNS}/{name}.jsonl; "
             f"docs/results/{name}.md waits for the other {len(left)}: "
-            f"{shlex.join(['make', 'experiment', f'E={args.name}', 'ARGS=' + ' '.join([*args.overrides, '--missing'])])}",
+            f"{shlex.join(['make', 'experiment', f'E={args.name}', 'ARGS=' + ' '.join([*args.overrides, *rest])])}",
             flush=True,
         )
         return 0
@@ -257,10 +269,18 @@ def main(argv: list[str] | None = None) -> int:
     if subprocess.call(table, cwd=ROOT):
         return 1
     thens = [] if args.no_then else thens_of(args.name)
-    if thens and not all_here(name, planned(args.name, args.overrides)):
+    # the analyses read run directories: after a part, every run's must be here; --table-only needs some
+    if one_by_one and not all_here(name, planned(args.name, args.overrides)):
+        why = f"some runs of {name} were trained on another machine"
+    elif args.table_only and not any_here(name):
+        why = f"multirun/{name} holds none (a fresh clone: the table comes from the committed records)"
+    else:
+        why = ""
+    if thens and why:
+        first = thens[0].replace("{suite_dir}", prefix)
         print(
-            f"experiment_then skipped: it reads the run directories, and some runs of {name} have none here "
-            f"(trained on another machine, or multirun/ is gone); {command} trains them all here",
+            f"experiment_then skipped: it reads the run directories, and {why}; {command} trains them all here, "
+            f"or run it once they are: python -m {first}",
             flush=True,
         )
         thens = []
@@ -295,6 +315,12 @@ def progress(root: Path = ROOT) -> list[str]:
                 f"{table}: {total - left} of the {total} runs its grids plan are recorded, {state}; the rest: {rest}"
             )
     return out
+
+
+def any_here(name: str) -> bool:
+    """Does ``multirun/<name>`` hold at least one finished run directory on this machine?"""
+    root = ROOT / "multirun" / name
+    return root.is_dir() and bool(records.run_dirs(root))
 
 
 def all_here(name: str, runs: list[list[str]]) -> bool:

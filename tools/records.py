@@ -22,7 +22,7 @@ A rerun replaces its own lines and only those: a line is known by its ``override
 of runs not in this rerun stay. The file is written to a temporary file and renamed (``os.replace``).
 
     python -m tools.records multirun/sst_glove sst_glove   # write/refresh the records of these runs
-    python -m tools.records ../other/multirun/heads heads --at 930d0f2   # runs another checkout trained
+    python -m tools.records ../other/multirun/heads heads   # runs another checkout trained, at its commit
 """
 
 from __future__ import annotations
@@ -50,11 +50,13 @@ def path_of(name: str) -> Path:
     return ROOT / RUNS / f"{name}.jsonl"
 
 
-def commit() -> str:
-    """The commit the working tree is at, ``+dirty`` when tracked files differ from it; ``unknown`` off git."""
+def commit(where: Path | None = None) -> str:
+    """The commit the working tree holding ``where`` (default: this checkout) is at, ``+dirty`` when tracked files
+    differ from it; ``unknown`` off git."""
+    cwd = where or ROOT
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--"], cwd=ROOT).returncode != 0
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--"], cwd=cwd).returncode != 0
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head.stdout.strip() + ("+dirty" if dirty else "")
@@ -155,10 +157,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path, help="a sweep directory (run directories with results.json below it)")
     parser.add_argument("name", help="the experiment: writes docs/results/runs/<name>.jsonl")
-    parser.add_argument("--at", help="the commit the runs ran at (default: this checkout's, git rev-parse HEAD)")
+    parser.add_argument("--at", help="the commit the runs ran at (default: that of the checkout holding ROOT)")
     args = parser.parse_args(argv)
+    at = args.at or (commit(args.root) if args.root.is_dir() else "unknown")
+    if at == "unknown" and args.root.is_dir():
+        print(f"error: {args.root} is in no git checkout: name the commit its runs ran at with --at", file=sys.stderr)
+        return 2
     try:
-        path = write_from_runs(args.root, args.name, args.at)
+        path = write_from_runs(args.root, args.name, at)
     except (FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

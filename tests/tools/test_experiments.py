@@ -54,7 +54,6 @@ def test_experiment_runner_runs_every_grid_then_the_table(tmp_path, monkeypatch)
     assert calls[-1][:3] == ["-m", "tools.results_table", "docs/results/runs/sst.jsonl"]
     assert experiment.grids_of("listops_best") == [["seed=0,1,2"]]  # its 3 seeds, one grid
     calls.clear()  # an essay experiment: runs resume, scale=small goes to its own directories
-    monkeypatch.setattr(experiment, "all_here", lambda name, runs: True)  # the directories real runs leave
     assert experiment.main(["heads", "scale=small"]) == 0
     assert calls[0][3:] == ["model.num_heads=1,2,4,8", "seed=0,1,2", "trainer.resume=auto", "scale=small"]
     assert calls[1][:3] == ["-m", "tools.results_table", "docs/results/runs/small/heads.jsonl"]
@@ -238,30 +237,47 @@ def test_a_part_that_fails_writes_no_table_and_bad_counts_are_refused(repo, monk
     assert "--max-runs must be >= 0 and --jobs >= 1" in capsys.readouterr().err
 
 
-def test_three_checkouts_split_the_missing_runs_by_shard_and_their_runs_join_the_records(repo, capsys):
+def test_two_checkouts_split_the_plan_by_shard_in_parts_and_their_runs_join_the_records(repo, capsys):
     from tools import experiment, records, replay
 
     root, plan, calls = repo
     todo, committed = experiment.missing("heads", []), records.path_of("heads").read_text()
-    trained, elsewhere = [], []
-    for k in (1, 2, 3):  # three checkouts of the same commit, each trains its share of the 7 missing runs
+    trained, elsewhere = {}, []
+    for k in (1, 2):  # two checkouts of the same commit, each trains its share in two parts
         records.path_of("heads").write_text(committed)
-        calls.clear()
-        assert experiment.main(["heads", "--missing", "--shard", f"{k}/3"]) == 0
-        trained += [c[0][2:] for c in calls if c[0][0] == "train.py"]
-        assert trained[-1] == todo[k - 1 :: 3][-1] and "docs/results/heads.md" in replay.read_sealed(root)
+        mine = []
+        for part in (["--max-runs", "1"], []):  # the first part's record is in before the second starts
+            calls.clear()
+            assert experiment.main(["heads", "--missing", "--shard", f"{k}/2", *part]) == 0
+            mine += [c[0][2:] for c in calls if c[0][0] == "train.py"]
+        assert f"'ARGS=--missing --shard {k}/2'" in capsys.readouterr().out  # what this checkout's next part is
+        trained[k] = mine
+        assert len(mine) >= 3 and mine == [run for run in plan[k - 1 :: 2] if run in todo]  # by place in the plan
+        assert "docs/results/heads.md" in replay.read_sealed(root)
         elsewhere.append(root.parent / f"checkout{k}")
         (root / "multirun").rename(elsewhere[-1])
-    assert sorted(trained) == sorted(todo)  # each missing run trained once, by one checkout
-    records.path_of("heads").write_text(committed)  # back in the first: the runs of all three join its records
+    assert sorted(sum(trained.values(), [])) == sorted(todo)  # each missing run trained once, by one checkout
+    records.path_of("heads").write_text(committed)  # back in the first: the runs of both join its records
+    assert records.main([str(elsewhere[0] / "heads"), "heads"]) == 2  # outside git: which commit is unknown
+    assert "is in no git checkout: name the commit its runs ran at with --at" in capsys.readouterr().err
     for k, where in enumerate(elsewhere):
         assert records.main([str(where / "heads"), "heads", "--at", str(k) * 40]) == 0
     got = [r["commit"] for r in records.read("heads")]
-    assert len(got) == 12 and sorted(got) == sorted(["a" * 40] * 5 + [str(k) * 40 for k in (0, 0, 0, 1, 1, 2, 2)])
+    assert len(got) == 12 and sorted(got) == sorted(
+        ["a" * 40] * 5 + ["0" * 40] * len(trained[1]) + ["1" * 40] * len(trained[2])
+    )
     calls.clear()
     assert experiment.main(["heads", "--table-only"]) == 0  # every planned run recorded: drawn, seal dropped
-    assert replay.read_sealed(root) == {} and calls[-1][0][1] == "tools.results_table"
-    for bad, says in (("3/2", "K must be 1 to N"), ("x", "is not K/N"), ("0/2", "K must be 1 to N")):
+    assert replay.read_sealed(root) == {} and calls[-1][0][1] == "tools.results_table"  # pruning skipped:
+    assert "experiment_then skipped: it reads the run directories, and multirun/heads holds none" in (
+        capsys.readouterr().out
+    )  # no run directory here to prune
+    for bad, says in (
+        (["--shard", "3/2"], "K must be 1 to N"),
+        (["--shard", "x"], "is not K/N"),
+        (["--shard", "0/2"], "K must be 1 to N"),
+        (["--shard", "1/2", "--table-only"], "--table-only trains none"),
+    ):
         with pytest.raises(SystemExit):
-            experiment.main(["heads", "--missing", "--shard", bad])
+            experiment.main(["heads", "--missing", *bad])
         assert says in capsys.readouterr().err
