@@ -314,6 +314,14 @@ def progress(root: Path = ROOT) -> list[str]:
             out.append(
                 f"{table}: {total - left} of the {total} runs its grids plan are recorded, {state}; the rest: {rest}"
             )
+        elif f"docs/results/{name}.md" in sealed:  # every run is in, but nobody has drawn the table yet
+            draw = shlex.join(
+                ["make", "experiment", f"E={experiment}", "ARGS=" + " ".join([*overrides, "--table-only"])]
+            )
+            out.append(
+                f"docs/results/{name}.md: all {total} runs its grids plan are recorded, the table still sealed: "
+                f"draw it ({draw}) and bring what restates it up to date"
+            )
     return out
 
 

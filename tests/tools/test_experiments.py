@@ -266,6 +266,8 @@ def test_two_checkouts_split_the_plan_by_shard_in_parts_and_their_runs_join_the_
     assert len(got) == 12 and sorted(got) == sorted(
         ["a" * 40] * 5 + ["0" * 40] * len(trained[1]) + ["1" * 40] * len(trained[2])
     )
+    (line,) = experiment.progress(root)  # all recorded, not yet drawn: check_docs says what to do
+    assert "heads.md: all 12 runs its grids plan are recorded, the table still sealed: draw it (make experiment" in line
     calls.clear()
     assert experiment.main(["heads", "--table-only"]) == 0  # every planned run recorded: drawn, seal dropped
     assert replay.read_sealed(root) == {} and calls[-1][0][1] == "tools.results_table"  # pruning skipped:
