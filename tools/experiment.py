@@ -238,9 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         if failed:
             print(f"error: {failed} run(s) of experiment {args.name} failed (their runs are under multirun/{name})")
             return 1
-    command = shlex.join(
-        ["make", "experiment", f"E={args.name}", *([f"ARGS={' '.join(args.overrides)}"] if args.overrides else [])]
-    )
+    command = make_command(args.name, args.overrides)
     write_records(name, at)
     left, total = missing(args.name, args.overrides), len(planned(args.name, args.overrides))
     rest = ["--missing", *(["--shard", "/".join(map(str, args.shard))] if args.shard != (1, 1) else [])]
@@ -248,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"records: {total - len(left)} of {total} runs of {name} recorded in {records.RUNS}/{name}.jsonl; "
             f"docs/results/{name}.md waits for the other {len(left)}: "
-            f"{shlex.join(['make', 'experiment', f'E={args.name}', 'ARGS=' + ' '.join([*args.overrides, *rest])])}",
+            f"{make_command(args.name, [*args.overrides, *rest])}",
             flush=True,
         )
         return 0
@@ -307,22 +305,24 @@ def progress(root: Path = ROOT) -> list[str]:
         overrides = [f"scale={prefix}"] if prefix != "." else []
         have = {tuple(json.loads(line)["overrides"]) for line in path.read_text().splitlines() if line.strip()}
         left, total = len(missing(experiment, overrides, have)), len(planned(experiment, overrides))
+        table = f"docs/results/{name}.md"
         if left:
-            table = f"docs/results/{name}.md"
             state = "sealed until they are all recorded" if table in sealed else "replayed from the recorded ones"
-            rest = shlex.join(["make", "experiment", f"E={experiment}", "ARGS=" + " ".join([*overrides, "--missing"])])
+            rest = make_command(experiment, [*overrides, "--missing"])
             out.append(
                 f"{table}: {total - left} of the {total} runs its grids plan are recorded, {state}; the rest: {rest}"
             )
-        elif f"docs/results/{name}.md" in sealed:  # every run is in, but nobody has drawn the table yet
-            draw = shlex.join(
-                ["make", "experiment", f"E={experiment}", "ARGS=" + " ".join([*overrides, "--table-only"])]
-            )
+        elif table in sealed:  # every run is in, but nobody has drawn the table yet
             out.append(
-                f"docs/results/{name}.md: all {total} runs its grids plan are recorded, the table still sealed: "
-                f"draw it ({draw}) and bring what restates it up to date"
+                f"{table}: all {total} runs its grids plan are recorded, the table still sealed: draw it "
+                f"({make_command(experiment, [*overrides, '--table-only'])}) and bring what restates it up to date"
             )
     return out
+
+
+def make_command(name: str, args: list[str]) -> str:
+    """``make experiment E=<name> ARGS='<args>'`` (no ARGS without args), as a shell line."""
+    return shlex.join(["make", "experiment", f"E={name}", *([f"ARGS={' '.join(args)}"] if args else [])])
 
 
 def any_here(name: str) -> bool:

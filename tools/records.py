@@ -159,8 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("name", help="the experiment: writes docs/results/runs/<name>.jsonl")
     parser.add_argument("--at", help="the commit the runs ran at (default: that of the checkout holding ROOT)")
     args = parser.parse_args(argv)
-    at = args.at or (commit(args.root) if args.root.is_dir() else "unknown")
-    if at == "unknown" and args.root.is_dir():
+    at = args.at or (commit(args.root) if args.root.is_dir() else None)  # no folder: write_from_runs says so
+    if at == "unknown":
         print(f"error: {args.root} is in no git checkout: name the commit its runs ran at with --at", file=sys.stderr)
         return 2
     try:
