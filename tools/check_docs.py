@@ -215,7 +215,7 @@ def table_counts() -> tuple[int, list[str]]:
 
 REF = re.compile(r"<!--\s*ref:\s*(.*?)\s*-->|#\s*ref:\s*(.*?)\s*$")  # markdown, or a Python line's comment
 PAIR = re.compile(r"(−?\d+(?:\.\d+)?)\s*%?\s*±\s*(\d+(?:\.\d+)?)\s*%?[*\s]*$")  # "0.577 ± 0.007" just before a ref
-COMBINED = re.compile(r" (minus|over) (?=[\w./-]+\.(?:md|json|yaml) >)")  # the operator, then B's file
+COMBINED = re.compile(r" (minus|over) (?=[\w./-]+\.(?:md|jsonl?|yaml) >)")  # the operator, then B's file
 RESTATES = re.compile(r"<!--\s*restates:\s*(.*?)\s*-->")
 
 

@@ -354,3 +354,18 @@ def test_a_results_pages_written_analysis_counts_and_its_replayed_table_does_not
         f"{table}\n## What it says\n\nGAT reaches 0.512 <!-- ref: docs/results/t.md > gat > acc -->.\n"
     )
     assert check_docs.untied() == {} and check_docs.check_refs() == []
+
+
+def test_a_reference_to_a_difference_of_two_run_records(tmp_path, monkeypatch):
+    (tmp_path / "docs" / "results" / "runs").mkdir(parents=True)
+    (tmp_path / "tutorials").mkdir()
+    lines = [{"overrides": ["experiment=e", f"seed={k}"], "test_acc": acc} for k, acc in ((1, 0.5702), (2, 0.5871))]
+    (tmp_path / "docs" / "results" / "runs" / "e.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    page = tmp_path / "README.md"
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    ref = "<!-- ref: docs/results/runs/e.jsonl > seed=2 > test_acc minus docs/results/runs/e.jsonl > seed=1 > test_acc -->"
+    page.write_text(f"The seeds spread 1.7 {ref} points.\n")
+    assert check_docs.untied() == {} and check_docs.check_refs() == []
+    page.write_text(f"The seeds spread 1.9 {ref} points.\n")
+    (problem,) = check_docs.check_refs()
+    assert problem.startswith("README.md:1: says 1.9,") and "has 0.0169" in problem
