@@ -47,9 +47,10 @@ from data import listops
 from data.pipeline import GraphDataset, collate, describe_example, load_splits
 from engine.checkpoint import load_checkpoint, load_model
 from engine.evaluation import LENGTH_BUCKETS, predict, summarize
-from engine.io import write_json
+from engine.io import write_json, write_text
 from engine.memory import nodes_per_graph
 from engine.placement import Placement
+from tools import replay
 from tools.common import pyplot
 
 LRA = {"max_depth": 10, "max_args": 10, "sampler": "budget"}  # the Long Range Arena recipe
@@ -57,6 +58,7 @@ LRA = {"max_depth": 10, "max_args": 10, "sampler": "budget"}  # the Long Range A
 SETS = (("LRA 1-100", 1, 100, 1001), ("LRA 101-500", 101, 500, 1002), ("LRA 501-1999", 501, 1999, 1003))
 PUBLISHED = "own test 1-100"
 SHORT = {name: lo <= 100 for name, lo, _, _ in SETS}
+ROOT = Path(__file__).resolve().parents[2]
 TRAIN_POOL = 101_000  # dataset=listops_full: 90k + 1k + 10k expressions of seed 0
 
 
@@ -197,6 +199,26 @@ def table(scores: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def slim(r: dict) -> dict:
+    """What the table and the plot read of a run's scores (its ``long_range.json`` less the cache key and the
+    breakdown by depth): a few kB a run, committed beside the table."""
+    keep = ("model", "cell", "graph", "seed", "train_args")
+    sets = {name: {k: v for k, v in s.items() if k != "by_depth"} for name, s in r["sets"].items()}
+    return {**{k: r.get(k) for k in keep}, "sets": sets}
+
+
+def markdown(data: dict) -> str:
+    """The committed table (``--out``), from the JSON written beside it (``tools.check_docs`` replays it)."""
+    return (
+        "# Length generalisation on ListOps\n\n"
+        f"`{data['command']}` ({len(data['runs'])} runs; scoring took {data['scoring_seconds']:.0f} s in all, "
+        f"this call {data['wall_seconds']:.0f} s).\n\n"
+        "**Test accuracy** (trained on the published recipe, <= 100 tokens; chance is about 0.1)\n\n"
+        + table(data["runs"])
+        + "\n"
+    )
+
+
 def by_length(r: dict) -> dict[str, tuple[int, float]]:
     """Accuracy by length bucket over the LRA sets (every expression of the LRA recipe)."""
     pooled: dict[str, list[tuple[int, float]]] = {}
@@ -281,20 +303,19 @@ def main(argv: list[str] | None = None) -> int:
         r = {**score(run, sets, args.tokens, args.pairs, args.device), "key": cache_key(run, args)}
         write_json(cached, r)
         scores.append(r)
-    text = table(scores)
-    print(text)
+    print(table(scores))
     if args.out:
-        wall = time.perf_counter() - start
-        seconds = sum(s.get("seconds", 0) for r in scores for s in r["sets"].values())
-        cmd = "python -m studies.long_range " + " ".join(sys.argv[1:] if argv is None else argv)
-        header = (
-            "# Length generalisation on ListOps\n\n"
-            f"`{cmd}` ({len(scores)} runs; scoring took {seconds:.0f} s in all, this call {wall:.0f} s).\n\n"
-            "**Test accuracy** (trained on the published recipe, <= 100 tokens; chance is about 0.1)\n\n"
-        )
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(header + text + "\n")
-        print(f"wrote {args.out}")
+        data = {
+            "command": "python -m studies.long_range " + " ".join(sys.argv[1:] if argv is None else argv),
+            "scoring_seconds": round(sum(s.get("seconds", 0) for r in scores for s in r["sets"].values()), 1),
+            "wall_seconds": round(time.perf_counter() - start, 1),
+            "runs": [slim(r) for r in scores],
+        }
+        write_json(args.out.with_suffix(".json"), data)  # committed: check_docs draws the table again from it
+        write_text(args.out, markdown(data))
+        print(f"wrote {args.out} and {args.out.with_suffix('.json')}")
+        if args.out.resolve().is_relative_to(ROOT) and replay.unseal(ROOT, str(args.out.resolve().relative_to(ROOT))):
+            print(f"{args.out}: seal dropped from {replay.SEALED}")
     if args.plot:
         plot(scores, args.plot)
         print(f"wrote {args.plot}")

@@ -1,5 +1,6 @@
 """Long-term dependencies: the binary-partition graph, long ListOps, lazy graphs, the length tool."""
 
+import json
 import math
 import random
 import statistics
@@ -204,6 +205,41 @@ def test_a_tiny_long_run_trains_evaluates_and_is_scored_by_length(tmp_path):
     scored = (run / "long_range.json").read_text()
     assert '"LRA 501-1999"' in scored and (tmp_path / "l.png").stat().st_size > 1000
     assert long_range.main([str(tmp_path / "nothing")]) == 2
+    # the table is drawn again from the JSON written beside it, as tools.check_docs replays it
+    data = json.loads((tmp_path / "lengths.json").read_text())
+    assert long_range.markdown(data) == text and len((tmp_path / "lengths.json").read_bytes()) < 4000
+    (run_data,) = data["runs"]
+    assert run_data["model"] == "transformer" and set(run_data["sets"]) == {
+        "own test 1-100",
+        "LRA 1-100",
+        "LRA 101-500",
+        "LRA 501-1999",
+    }
+    run_data["sets"]["LRA 501-1999"]["accuracy"] += 0.5
+    assert long_range.markdown(data) != text
+
+
+def test_check_docs_replays_long_range_lengths_from_its_json_and_names_a_hand_edit(tmp_path):
+    from studies import long_range
+    from tools import replay
+
+    runs = [
+        {"model": "transformer", "cell": None, "graph": g, "seed": 0, "train_args": 5, "sets": sets}
+        for g, sets in (
+            ("complete", {"own test 1-100": {"accuracy": 0.577, "num_examples": 10}}),
+            ("bpt", {"own test 1-100": {"accuracy": 0.587, "num_examples": 10}}),
+        )
+    ]
+    data = {"command": "python -m studies.long_range x", "scoring_seconds": 12.0, "wall_seconds": 3.0, "runs": runs}
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    (tmp_path / "docs" / "results" / "long_range_lengths.json").write_text(json.dumps(data))
+    page = tmp_path / "docs" / "results" / "long_range_lengths.md"
+    page.write_text(long_range.markdown(data))
+    (table,) = [t for t in replay.tables(tmp_path) if t.table == "docs/results/long_range_lengths.md"]
+    assert replay.compare(tmp_path, table) == []
+    page.write_text(page.read_text().replace("| 0.587 |", "| 0.597 |"))
+    (problem,) = replay.compare(tmp_path, table)
+    assert problem.startswith("docs/results/long_range_lengths.md:10: has '| transformer / bpt | 0.597 |")
 
 
 # ---- will it fit? ---------------------------------------------------------------------------------
