@@ -74,6 +74,10 @@ class Table:
         data = []
         for source in self.sources:
             path = root / source
+            if not path.is_file():
+                raise FileNotFoundError(
+                    f"{self.table}: its source {source} is missing; {self.writer} draws it from that"
+                )
             text = path.read_text()
             data.append(
                 [json.loads(line) for line in text.splitlines() if line.strip()]
@@ -215,7 +219,11 @@ def compare(root: Path, t: Table) -> list[str]:
     path = root / t.table
     if not path.is_file():
         return [f"{t.table}: missing; {t.writer}({', '.join(t.sources)}) writes it"]
-    have, want = path.read_text().splitlines(), t.want(root)
+    try:
+        want = t.want(root)
+    except FileNotFoundError as e:
+        return [str(e)]
+    have = path.read_text().splitlines()
     if t.generated_only:
         have, want = generated_part(have), generated_part(want)
     for k in range(max(len(have), len(want))):

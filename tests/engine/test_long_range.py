@@ -240,6 +240,11 @@ def test_check_docs_replays_long_range_lengths_from_its_json_and_names_a_hand_ed
     page.write_text(page.read_text().replace("| 0.587 |", "| 0.597 |"))
     (problem,) = replay.compare(tmp_path, table)
     assert problem.startswith("docs/results/long_range_lengths.md:10: has '| transformer / bpt | 0.597 |")
+    (tmp_path / "docs" / "results" / "long_range_lengths.json").unlink()  # a lost source: one line, no crash
+    assert replay.compare(tmp_path, table) == [
+        "docs/results/long_range_lengths.md: its source docs/results/long_range_lengths.json is missing; "
+        "studies.long_range.markdown draws it from that"
+    ]
 
 
 # ---- will it fit? ---------------------------------------------------------------------------------
