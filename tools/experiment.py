@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"then: python -m {then}", flush=True)
         if subprocess.call([sys.executable, "-m", *shlex.split(then)], cwd=ROOT):
             return 1
-    if refresh_headline(f"docs/results/{name}.md"):
+    if refresh_headline([f"docs/results/{name}.md", *written_by([t.replace("{suite_dir}", prefix) for t in thens])]):
         return 1
     print(f"experiment {name}: {time.perf_counter() - start_all:.0f} s wall time", flush=True)
     return 0
@@ -346,12 +346,22 @@ def write_records(name: str, at: str) -> None:
     print(f"records: {records.write_from_runs(ROOT / 'multirun' / name, name, at).relative_to(ROOT)}", flush=True)
 
 
-def refresh_headline(table: str) -> int:
-    """Read README's headline numbers again when one comes from ``table`` (docs/results/headline.json)."""
+def written_by(thens: list[str]) -> list[str]:
+    """The tables the analyses write (their ``--out``): ``studies.long_range ... --out X.md`` writes ``X.md``."""
+    outs = []
+    for then in thens:
+        words = shlex.split(then)
+        outs += [words[k + 1] for k, w in enumerate(words[:-1]) if w == "--out"]
+    return outs
+
+
+def refresh_headline(tables: list[str]) -> int:
+    """Read README's headline numbers again when one comes from one of ``tables`` (docs/results/headline.json):
+    the experiment's own table, and those its analyses wrote."""
     from tools import check_docs
 
     rows = check_docs.read_headline()["rows"]
-    if not any(spec["file"] == table for row in rows for spec in row["values"]):
+    if not any(spec["file"] in tables for row in rows for spec in row["values"]):
         return 0
     try:
         check_docs.write_headline()

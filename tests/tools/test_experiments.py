@@ -12,6 +12,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from tests.conftest import CONF, compose_config
+from tools import experiment
 from tools.experiment import write_records as WRITE_RECORDS  # the real one: tests/tools/conftest.py stubs it out
 
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
@@ -283,3 +284,17 @@ def test_two_checkouts_split_the_plan_by_shard_in_parts_and_their_runs_join_the_
         with pytest.raises(SystemExit):
             experiment.main(["heads", "--missing", *bad])
         assert says in capsys.readouterr().err
+
+
+def test_the_headline_is_read_again_when_an_analysis_wrote_one_of_its_tables(monkeypatch):
+    from tools import check_docs
+
+    then = "studies.long_range multirun/long_range --out docs/results/long_range_lengths.md --plot x.png"
+    assert experiment.written_by([then, "prune_heads multirun/heads"]) == ["docs/results/long_range_lengths.md"]
+    rows = {"rows": [{"values": [{"file": "docs/results/long_range_lengths.md"}]}]}
+    monkeypatch.setattr(check_docs, "read_headline", lambda: rows)
+    written = []
+    monkeypatch.setattr(check_docs, "write_headline", lambda: written.append(1))
+    assert experiment.refresh_headline(["docs/results/long_range.md"]) == 0 and written == []
+    tables = ["docs/results/long_range.md", *experiment.written_by([then])]
+    assert experiment.refresh_headline(tables) == 0 and written == [1]
