@@ -159,6 +159,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("name", help="the experiment: writes docs/results/runs/<name>.jsonl")
     parser.add_argument("--at", help="the commit the runs ran at (default: that of the checkout holding ROOT)")
     args = parser.parse_args(argv)
+    if args.at:  # a commit of this repository, written out in full (a typo or a made-up one is refused)
+        found = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", f"{args.at}^{{commit}}"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
+        if found.returncode:
+            print(
+                f"error: --at {args.at}: no such commit in this repository; name the one its runs ran at",
+                file=sys.stderr,
+            )
+            return 2
+        args.at = found.stdout.strip()
     at = args.at or (commit(args.root) if args.root.is_dir() else None)  # no folder: write_from_runs says so
     if at == "unknown":
         print(f"error: {args.root} is in no git checkout: name the commit its runs ran at with --at", file=sys.stderr)

@@ -6,6 +6,7 @@ and tests/tools/test_results_table_factors.py.)"""
 import csv
 import json
 import re
+import subprocess
 
 import pytest
 import yaml
@@ -261,11 +262,20 @@ def test_two_checkouts_split_the_plan_by_shard_in_parts_and_their_runs_join_the_
     records.path_of("heads").write_text(committed)  # back in the first: the runs of both join its records
     assert records.main([str(elsewhere[0] / "heads"), "heads"]) == 2  # outside git: which commit is unknown
     assert "is in no git checkout: name the commit its runs ran at with --at" in capsys.readouterr().err
-    for k, where in enumerate(elsewhere):
-        assert records.main([str(where / "heads"), "heads", "--at", str(k) * 40]) == 0
+    assert records.main([str(elsewhere[0] / "heads"), "heads", "--at", "3e799c8e2b6"]) == 2  # not a commit here
+    assert "--at 3e799c8e2b6: no such commit in this repository" in capsys.readouterr().err
+    shas = []  # two commits of this repository, named short: the records hold them in full
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    for k in range(2):
+        subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", f"c{k}"], cwd=root, check=True)
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
+        shas.append(sha.stdout.strip())
+    for sha, where in zip(shas, elsewhere):
+        assert records.main([str(where / "heads"), "heads", "--at", sha[:7]]) == 0
     got = [r["commit"] for r in records.read("heads")]
     assert len(got) == 12 and sorted(got) == sorted(
-        ["a" * 40] * 5 + ["0" * 40] * len(trained[1]) + ["1" * 40] * len(trained[2])
+        ["a" * 40] * 5 + [shas[0]] * len(trained[1]) + [shas[1]] * len(trained[2])
     )
     (line,) = experiment.progress(root)  # all recorded, not yet drawn: check_docs says what to do
     assert "heads.md: all 12 runs its grids plan are recorded, the table still sealed: draw it (make experiment" in line
