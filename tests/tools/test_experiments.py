@@ -65,7 +65,7 @@ def test_experiment_runner_runs_every_grid_then_the_table(tmp_path, monkeypatch)
     assert experiment.main(["sst_tai", "--table-only"]) == 0
     assert calls[0][:3] == ["-m", "tools.results_table", "docs/results/runs/sst_tai.jsonl"] and len(calls) == 1
     calls.clear()  # a sealed table without its records: no table, the seal holds
-    assert experiment.main(["long_range", "--table-only"]) == 0 and calls == []
+    assert experiment.main(["aggregation", "--table-only"]) == 0 and calls == []
     with pytest.raises(SystemExit, match="no experiment 'nope'; valid: .*sst"):
         experiment.grids_of("nope")
 
