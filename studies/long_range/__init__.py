@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.out} and {args.out.with_suffix('.json')}")
         if str(args.out.resolve()) == str(ROOT / REPLAYED) and replay.unseal(ROOT, REPLAYED):
             print(f"{REPLAYED}: seal dropped from {replay.SEALED} (check_docs replays it from its JSON now)")
-    if args.plot:
-        plot(scores, args.plot)
+    if args.plot:  # with --out, from the committed JSON's runs, as the table is
+        plot(data["runs"] if args.out else scores, args.plot)
         print(f"wrote {args.plot}")
     return 0
