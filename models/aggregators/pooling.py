@@ -7,7 +7,7 @@
 No scores, no softmax, no heads: every neighbour counts the same, whatever its content. A node
 with no incoming edge gets ``W · 0`` (DGL's convention for empty reductions). The sparse path is one
 ``update_all(copy_u, sum | mean | max)``; the dense path a product with the adjacency (sum, mean) or
-a masked maximum over each row (max).
+a masked maximum over each row (max; on a complete graph one maximum per graph, shared by its rows).
 
 With ``edge_types`` (R-GCN, ``edge_types.py``) the reduction runs per type, each with its own W:
 h_i' = Σ_t W_t · Agg_{j∈N_t(i)} h_j + b; a type with no edge at a node contributes 0 (``forward_typed``).
@@ -55,7 +55,19 @@ class PoolAggregation(nn.Module):
         if self.edge_types:
             typed = [self.reduce_dense(h, adj & (dg.etype == t)) for t in range(self.edge_types)]
             return self.linear(torch.cat(typed, -1))  # (B, n, T d) -> (B, n, d): Σ_t W_t Agg_t
+        if self.reduce == "max" and dg.adj is None:  # complete graph with self loops
+            return self.linear(self.max_complete(h, dg.valid))
         return self.linear(self.reduce_dense(h, adj))  # h_i' = W · Agg_j h_j
+
+    @staticmethod
+    def max_complete(h: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        """max_j h_j on complete graphs with self loops (B, n, d): every node of a graph receives from
+        all of them, so one maximum per graph, O(B n d), serves every row; :meth:`reduce_dense` builds
+        (B, n, n, d) for the same numbers. ``amax`` splits the gradient evenly among tied maxima, as there,
+        and the broadcast sums the rows' gradients first, so the gradients agree too (test_pooling.py)."""
+        keep = valid[..., None]  # (B, n, 1)
+        peak = h.masked_fill(~keep, float("-inf")).amax(1, keepdim=True)  # (B, 1, d)
+        return peak.expand_as(h).masked_fill(~keep, 0.0)  # padding rows receive nothing: 0
 
     def reduce_dense(self, h: torch.Tensor, adj: torch.Tensor) -> torch.Tensor:
         """Agg_{j∈N(i)} h_j (B, n, d) over the edges of ``adj`` (B, n, n); 0 at a node with none."""

@@ -34,6 +34,28 @@ def test_pool_aggregation_matches_a_loop_over_neighbours(reduce):
     torch.testing.assert_close(dense, out, atol=1e-5, rtol=1e-5)
 
 
+def test_max_on_complete_graphs_shares_one_maximum_per_graph_with_the_same_gradients():
+    """The complete-graph shortcut (one max per graph, O(B n d)) against the (B, n, n, d) masked max,
+    values and gradients, with tied maxima (repeated tokens) and padding."""
+    agg = PoolAggregation(6, reduce="max")
+    g = dgl.batch([dgl.graph(complete_edges(n, self_loops=True), num_nodes=n) for n in (5, 3, 1)])
+    base = torch.randn(g.num_nodes(), 6)
+    base[1], base[2] = base[0], base[0]  # ties in graph 0: amax splits their gradient evenly
+    grads = []
+    for complete in (True, False):
+        dg = to_dense(g, "cpu", complete=complete)
+        assert (dg.adj is None) == complete
+        h = dg.pad(base).requires_grad_()
+        weight = torch.linspace(-1, 1, h.numel()).view_as(h)
+        out = agg.forward_dense(h, dg)
+        (out * weight).sum().backward()
+        grads.append((out.detach(), h.grad))
+    (fast, fast_grad), (full, full_grad) = grads
+    torch.testing.assert_close(fast, full, atol=1e-6, rtol=0)
+    torch.testing.assert_close(fast_grad, full_grad, atol=1e-6, rtol=0)
+    assert fast_grad[0, 0].abs().sum() > 0 and torch.equal(fast_grad[0, 0], fast_grad[0, 1])
+
+
 def test_sum_sees_multiplicity_mean_and_max_do_not():
     """GIN's point (Xu et al., 2019): a node with neighbours {a, a} and one with {a} differ under sum only."""
     g = dgl.graph(([1, 2, 4], [0, 0, 3]), num_nodes=5)  # node 0 hears 1 and 2, node 3 hears 4
