@@ -781,7 +781,7 @@ def main(argv: list[str] | None = None) -> int:
     for rel in args.render or []:
         try:
             print(f"wrote {replay.render(ROOT, rel).relative_to(ROOT)}")
-        except ValueError as e:
+        except (ValueError, FileNotFoundError) as e:  # sealed, not replayed, or its source lost: one line
             print(f"error: {e}", file=sys.stderr)
             return 2
     if args.write_untied:

@@ -3,6 +3,7 @@
     python -m studies.essay                      # every essay experiment at scale=full, then the answers
     python -m studies.essay scale=small          # the same grids on 3k expressions, 5 epochs
     python -m studies.essay --table-only         # the answers again, from the runs already there
+                                                 # (run directories, else committed records, else carried)
     python -m studies.essay --only heads,aggregation
 
 Each experiment runs through ``tools.experiment`` (its grids, its table, its analysis). Then every
@@ -27,8 +28,8 @@ import statistics
 import time
 from pathlib import Path
 
-from tools import experiment
-from tools.results_table import collect
+from tools import experiment, records
+from tools.results_table import collect, from_records, grid_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENTS = (
@@ -124,25 +125,63 @@ def verdict(a: list[float], b: list[float], sigma_suite: float) -> dict:
     return {"diff": diff, "noise": noise, "sigma": sigma, "verdict": answer}
 
 
-def answers(prefix: str = "") -> dict:
-    """Score every comparison from ``multirun/<prefix><experiment>``."""
-    runs_by_exp = {}
+def runs_of(prefix: str, name: str) -> tuple[list[dict] | None, str]:
+    """An experiment's runs and where they come from: its run directories (``multirun/<prefix><name>``) when
+    they are here, else its committed records (``docs/results/runs/<prefix><name>.jsonl``), else ``(None, "")``."""
+    root = ROOT / "multirun" / f"{prefix}{name}"
+    if root.is_dir():
+        return collect(root), "run directories"
+    path = ROOT / records.RUNS / f"{prefix}{name}.jsonl"
+    if path.is_file():
+        lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        return from_records(lines, grid_keys(name)), "records"
+    return None, ""
+
+
+def test_size(run: dict) -> int | None:
+    """The test split's size: a run directory's ``num_examples``, a record's breakdown by depth summed."""
+    if "num_examples" in run:
+        return run["num_examples"]["test"]
+    by_depth = run.get("test_by_depth")
+    return sum(cell["n"] for cell in by_depth.values()) if by_depth else None
+
+
+def answers(prefix: str = "", previous: dict | None = None) -> dict:
+    """Score every comparison from each experiment's runs (``runs_of``). An experiment with neither run
+    directories nor records keeps its rows and compute from ``previous`` (the essay.json written before),
+    when that holds any of its runs: it is *carried*, and ``sources`` says so."""
+    previous = previous or {}
+    kept = {r["experiment"] for r in previous.get("comparisons", []) if r["a_acc"] or r["b_acc"]}
+    kept |= {name for name, c in previous.get("compute", {}).items() if c["runs"]}
+    runs_by_exp, sources = {}, {}
     for name in EXPERIMENTS:
-        root = ROOT / "multirun" / f"{prefix}{name}"
-        runs_by_exp[name] = collect(root) if root.is_dir() else []
+        runs, source = runs_of(prefix, name)
+        if runs is None and name in kept:
+            sources[name] = "carried"
+        else:
+            runs_by_exp[name], sources[name] = runs or [], source or "none"
+    carried = [name for name in EXPERIMENTS if sources[name] == "carried"]
     every = [r for runs in runs_by_exp.values() for r in runs]
-    tests = [r["num_examples"]["test"] for r in every if "num_examples" in r]
+    tests = [n for n in map(test_size, every) if n]
     binomial = math.sqrt(0.25 / min(tests)) if tests else 0.0
-    # every cell's seeds, once: a run copied into several experiments (the default Transformer) counts once
-    groups = {
-        tuple(sorted((r["test_acc"], r.get("train_seconds")) for r in g))
-        for runs in runs_by_exp.values()
-        for g in cells(runs).values()
+    if carried:
+        binomial = max(binomial, previous.get("binomial_floor", 0.0))
+    # every cell's seeds, once (a cell copied into several experiments, the default Transformer, counts once);
+    # a carried experiment's cells are those its rows compare
+    groups = {tuple(sorted(r["test_acc"] for r in g)) for runs in runs_by_exp.values() for g in cells(runs).values()}
+    groups |= {
+        tuple(sorted(row[side]))
+        for row in previous.get("comparisons", [])
+        if row["experiment"] in carried
+        for side in ("a_acc", "b_acc")
+        if row[side]
     }
-    seeds = [[acc for acc, _ in g] for g in groups]
-    sigma = max(pooled_sd(seeds) or 0.0, binomial)
+    sigma = max(pooled_sd([list(g) for g in groups]) or 0.0, binomial)
     rows = []
     for exp, what, a_want, b_want in COMPARISONS:
+        if exp in carried:
+            rows.extend(r for r in previous["comparisons"] if r["experiment"] == exp and r["compared"] == what)
+            continue
         a, b = matching(runs_by_exp[exp], a_want), matching(runs_by_exp[exp], b_want)
         rows.append(
             {
@@ -155,19 +194,32 @@ def answers(prefix: str = "") -> dict:
                 **verdict(a, b, sigma),
             }
         )
+    for row in rows:  # a carried row's verdict again, under this suite's sigma
+        if row["experiment"] in carried:
+            row.update(verdict(row["a_acc"], row["b_acc"], sigma))
     compute = {
         name: {"runs": len(runs), "train_hours": sum(r.get("train_seconds", 0) for r in runs) / 3600}
         for name, runs in runs_by_exp.items()
     }
+    compute.update({name: previous["compute"][name] for name in carried})
     unique = {(r["test_acc"], r.get("train_seconds")) for r in every}  # a run copied into several experiments, once
-    return {
+    result = {
         "suite": prefix.rstrip("/") or "full",
-        "unique_runs": {"runs": len(unique), "train_hours": sum(t or 0 for _, t in unique) / 3600},
+        "unique_runs": {
+            "runs": len(unique) + sum(compute[name]["runs"] for name in carried),
+            "train_hours": (
+                sum(t or 0 for _, t in unique) + sum(compute[name]["train_hours"] * 3600 for name in carried)
+            )
+            / 3600,
+        },
         "sigma_suite": sigma,
         "binomial_floor": binomial,
         "comparisons": rows,
         "compute": compute,
     }
+    if any(source != "run directories" for source in sources.values()):
+        result["sources"] = sources
+    return result
 
 
 def _acc(values: list[float]) -> str:
@@ -199,10 +251,24 @@ def report(result: dict, command: str, wall: float | None = None) -> str:
     order = {name: k for k, name in enumerate(EXPERIMENTS)}  # essay.json stores its keys sorted
     for name, c in sorted(result["compute"].items(), key=lambda item: order.get(item[0], len(order))):
         lines.append(f"| {name} | {c['runs']} | {c['train_hours']:.2f} |")
-    unique = result["unique_runs"]
-    lines.append(
-        f"| **all** (a run directory copied into several experiments counts once) | {unique['runs']} | {unique['train_hours']:.2f} |"
-    )
+    unique, sources = result["unique_runs"], result.get("sources", {})
+    carried = [name for name, source in sources.items() if source == "carried"]
+    label = "a run directory copied into several experiments counts once"
+    if carried:
+        label = "a run copied into several experiments counts once, except among the carried ones"
+    lines.append(f"| **all** ({label}) | {unique['runs']} | {unique['train_hours']:.2f} |")
+    if sources:
+        by_source = {}
+        for name, source in sources.items():
+            by_source.setdefault(source, []).append(name)
+        why = {
+            "run directories": "scored from their run directories (`multirun/`)",
+            "records": "scored from their committed per-run records (`docs/results/runs/`)",
+            "carried": "carried from the essay.json before: neither their run directories nor records are here",
+            "none": "not run",
+        }
+        lines += ["", "**Sources**", ""]
+        lines += [f"- {why[source]}: {', '.join(names)}" for source, names in by_source.items()]
     if wall is not None:
         lines += [
             "",
@@ -234,10 +300,11 @@ def main(argv: list[str] | None = None) -> int:
             if experiment.main([name, *args.overrides]):
                 return 1
     wall = None if args.table_only else time.perf_counter() - start
-    result = answers(prefix)
     out = ROOT / "docs" / "results" / prefix
-    if wall is None and (out / "essay.json").is_file():  # the table again: keep the last full run's wall time
-        wall = json.loads((out / "essay.json").read_text()).get("wall_seconds")
+    previous = json.loads((out / "essay.json").read_text()) if (out / "essay.json").is_file() else None
+    result = answers(prefix, previous)
+    if wall is None and previous:  # the table again: keep the last full run's wall time
+        wall = previous.get("wall_seconds")
     text = table_from_json({**result, "wall_seconds": wall})
     out.mkdir(parents=True, exist_ok=True)
     (out / "essay.md").write_text(text + "\n")

@@ -210,15 +210,19 @@ def test_render_writes_a_replayed_table_again_from_changed_records(copy):
     )
 
 
-def test_render_refuses_a_sealed_or_unknown_table(copy, capsys):
-    assert check_docs.main(["--render", "docs/results/aggregation.md"]) == 2
+def test_render_refuses_a_sealed_or_unknown_table_or_a_lost_source(copy, capsys):
+    assert check_docs.main(["--render", "docs/results/before/graph_choice.md"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == (
-        "error: docs/results/aggregation.md: sealed, no committed records to render it from; "
-        "per-run records not committed; rerun: `make experiment E=aggregation`"
+        "error: docs/results/before/graph_choice.md: sealed, no committed records to render it from; "
+        "per-run records not committed; rerun: none"
     )
     assert check_docs.main(["--render", "docs/results/nothing.md"]) == 2
     assert "docs/results/nothing.md: no committed source draws it; replayed tables: " in capsys.readouterr().err
+    (copy / "docs" / "results" / "long_range_lengths.json").unlink()
+    assert check_docs.main(["--render", "docs/results/long_range_lengths.md"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: docs/results/long_range_lengths.md: its source") and "\n" not in err
 
 
 def test_sst_syntax_is_drawn_from_its_six_syntax_files(copy):

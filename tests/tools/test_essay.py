@@ -87,3 +87,83 @@ def test_committed_answers_follow_from_their_own_accuracies(suite):
         assert again["verdict"] == row["verdict"], row["compared"]
         if row["diff"] is not None:
             assert again["diff"] == pytest.approx(row["diff"]) and again["noise"] == pytest.approx(row["noise"])
+
+
+def test_small_suite_rescored_from_its_committed_records_gives_the_committed_answers():
+    """docs/results/small/essay.json was scored from run directories; its per-run records
+    (docs/results/runs/small/) give the same cells, suite sigma and verdicts, with no run directory here."""
+    committed = json.loads((ROOT / "docs" / "results" / "small" / "essay.json").read_text())
+    assert not (ROOT / "multirun" / "small").exists() or pytest.skip("run directories here: not the records")
+    again = essay.answers("small/")
+    assert set(again["sources"].values()) == {"records"}
+    assert again["sigma_suite"] == pytest.approx(committed["sigma_suite"])
+    assert again["binomial_floor"] == pytest.approx(committed["binomial_floor"])
+    assert len(again["comparisons"]) == len(committed["comparisons"]) > 40
+    for new, old in zip(again["comparisons"], committed["comparisons"]):
+        assert (new["experiment"], new["compared"]) == (old["experiment"], old["compared"])
+        assert new["a_acc"] == old["a_acc"] and new["b_acc"] == old["b_acc"], new["compared"]
+        assert new["verdict"] == old["verdict"], new["compared"]
+    assert {n: c["runs"] for n, c in again["compute"].items()} == {
+        n: c["runs"] for n, c in committed["compute"].items()
+    }
+
+
+def _record(root: Path, exp: str, overrides: list[str], acc: float, seconds: float) -> None:
+    path = root / "docs" / "results" / "runs" / f"{exp}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    settings = dict(o.split("=", 1) for o in overrides)
+    line = {
+        "overrides": sorted([f"experiment={exp}", *overrides]),
+        "model": settings.get("model", "transformer"),
+        "graph": settings.get("graph", "complete"),
+        "test_acc": acc,
+        "train_seconds": seconds,
+        "test_by_depth": {"1": {"acc": acc, "n": 4000}, "2": {"acc": acc, "n": 6000}},
+    }
+    with path.open("a") as f:
+        f.write(json.dumps(line) + "\n")
+
+
+def test_records_score_an_experiment_and_the_rest_is_carried(tmp_path, monkeypatch):
+    """No run directories: heads is scored from its records; graph_choice, neither on disk nor recorded, keeps
+    the rows of the essay.json before, its verdicts judged again under the new suite sigma; neural_syntax
+    (runs, no comparison) keeps its compute."""
+    for seed, (one, four) in enumerate([(0.56, 0.60), (0.57, 0.61), (0.58, 0.62)]):
+        _record(tmp_path, "heads", ["model.num_heads=1", f"seed={seed}"], one, 100.0 + seed)
+        _record(tmp_path, "heads", ["model.num_heads=4", f"seed={seed}"], four, 200.0 + seed)
+    previous = {
+        "binomial_floor": 0.005,
+        "sigma_suite": 0.002,
+        "compute": {
+            "graph_choice": {"runs": 2, "train_hours": 1.0},
+            "neural_syntax": {"runs": 3, "train_hours": 0.5},
+        },
+        "comparisons": [
+            {
+                "experiment": "graph_choice",
+                "compared": "gcn: complete - window",
+                "a": {},
+                "b": {},
+                "a_acc": [0.50],
+                "b_acc": [0.52],
+                **essay.verdict([0.50], [0.52], 0.002),
+            }
+        ],
+    }
+    assert previous["comparisons"][0]["verdict"] == "B higher"  # 2 points against 0.6 with sigma 0.2 points
+    monkeypatch.setattr(essay, "ROOT", tmp_path)
+    result = essay.answers("", previous)
+    assert result["sources"]["heads"] == "records" and result["sources"]["graph_choice"] == "carried"
+    assert result["sources"]["neural_syntax"] == "carried" and result["sources"]["aggregation"] == "none"
+    assert result["sigma_suite"] == pytest.approx(0.01)  # the recorded cells' sd, not the carried 0.002
+    rows = {(r["experiment"], r["compared"]): r for r in result["comparisons"]}
+    heads = rows[("heads", "1 - 4 heads")]
+    assert heads["a_acc"] == [0.56, 0.57, 0.58] and heads["diff"] == pytest.approx(-0.04)
+    carried = rows[("graph_choice", "gcn: complete - window")]
+    assert carried["a_acc"] == [0.50] and carried["verdict"] == "no difference measurable here"  # 2 vs 2.8
+    assert ("graph_choice", "gat: tree - complete") not in rows  # only the rows it had
+    assert result["compute"]["graph_choice"] == {"runs": 2, "train_hours": 1.0}
+    assert result["compute"]["heads"]["runs"] == 6
+    assert result["unique_runs"]["runs"] == 6 + 2 + 3
+    text = essay.report(result, "python -m studies.essay --table-only")
+    assert "- carried from the essay.json before" in text and ": graph_choice, neural_syntax" in text
