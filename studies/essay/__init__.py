@@ -259,8 +259,8 @@ def report(result: dict, command: str, wall: float | None = None) -> str:
     lines.append(f"| **all** ({label}) | {unique['runs']} | {unique['train_hours']:.2f} |")
     if sources:
         by_source = {}
-        for name, source in sources.items():
-            by_source.setdefault(source, []).append(name)
+        for name in sorted(sources, key=lambda name: order.get(name, len(order))):  # essay.json sorts its keys
+            by_source.setdefault(sources[name], []).append(name)
         why = {
             "run directories": "scored from their run directories (`multirun/`)",
             "records": "scored from their committed per-run records (`docs/results/runs/`)",

@@ -166,4 +166,6 @@ def test_records_score_an_experiment_and_the_rest_is_carried(tmp_path, monkeypat
     assert result["compute"]["heads"]["runs"] == 6
     assert result["unique_runs"]["runs"] == 6 + 2 + 3
     text = essay.report(result, "python -m studies.essay --table-only")
+    stored = json.loads(json.dumps(result, sort_keys=True))  # as essay.json keeps it: keys sorted
+    assert essay.table_from_json(stored) == essay.report(result, "make essay")  # what check_docs replays
     assert "- carried from the essay.json before" in text and ": graph_choice, neural_syntax" in text
