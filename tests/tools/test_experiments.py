@@ -65,6 +65,8 @@ def test_experiment_runner_runs_every_grid_then_the_table(tmp_path, monkeypatch)
     assert experiment.main(["sst_tai", "--table-only"]) == 0
     assert calls[0][:3] == ["-m", "tools.results_table", "docs/results/runs/sst_tai.jsonl"] and len(calls) == 1
     calls.clear()  # a sealed table without its records: no table, the seal holds
+    monkeypatch.setattr(experiment.records, "read", lambda name: [])
+    monkeypatch.setattr(experiment.replay, "read_sealed", lambda root: {"docs/results/aggregation.md": {}})
     assert experiment.main(["aggregation", "--table-only"]) == 0 and calls == []
     with pytest.raises(SystemExit, match="no experiment 'nope'; valid: .*sst"):
         experiment.grids_of("nope")
