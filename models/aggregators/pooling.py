@@ -51,12 +51,12 @@ class PoolAggregation(nn.Module):
 
     def forward_dense(self, h: torch.Tensor, dg: DenseGraph) -> torch.Tensor:
         """The same on a padded batch: ``h`` (B, n, d) -> (B, n, d)."""
+        if self.reduce == "max" and dg.adj is None and not self.edge_types:  # complete graph with self loops
+            return self.linear(self.max_complete(h, dg.valid))
         adj = dg.adjacency()  # (B, n, n) adj[b, i, j]: an edge j -> i
         if self.edge_types:
             typed = [self.reduce_dense(h, adj & (dg.etype == t)) for t in range(self.edge_types)]
             return self.linear(torch.cat(typed, -1))  # (B, n, T d) -> (B, n, d): Σ_t W_t Agg_t
-        if self.reduce == "max" and dg.adj is None:  # complete graph with self loops
-            return self.linear(self.max_complete(h, dg.valid))
         return self.linear(self.reduce_dense(h, adj))  # h_i' = W · Agg_j h_j
 
     @staticmethod
@@ -64,7 +64,7 @@ class PoolAggregation(nn.Module):
         """max_j h_j on complete graphs with self loops (B, n, d): every node of a graph receives from
         all of them, so one maximum per graph, O(B n d), serves every row; :meth:`reduce_dense` builds
         (B, n, n, d) for the same numbers. ``amax`` splits the gradient evenly among tied maxima, as there,
-        and the broadcast sums the rows' gradients first, so the gradients agree too (test_pooling.py)."""
+        and the broadcast sums the rows' gradients first, so the gradients agree too (tests/models/test_pooling_and_heads.py)."""
         keep = valid[..., None]  # (B, n, 1)
         peak = h.masked_fill(~keep, float("-inf")).amax(1, keepdim=True)  # (B, 1, d)
         return peak.expand_as(h).masked_fill(~keep, 0.0)  # padding rows receive nothing: 0

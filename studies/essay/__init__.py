@@ -126,16 +126,16 @@ def verdict(a: list[float], b: list[float], sigma_suite: float) -> dict:
 
 
 def runs_of(prefix: str, name: str) -> tuple[list[dict] | None, str]:
-    """An experiment's runs and where they come from: its run directories (``multirun/<prefix><name>``) when
-    they are here, else its committed records (``docs/results/runs/<prefix><name>.jsonl``), else ``(None, "")``."""
+    """An experiment's runs and where they come from: its run directories (``multirun/<prefix><name>``), or its
+    committed records (``docs/results/runs/<prefix><name>.jsonl``) where those hold more runs (a fresh clone,
+    or a machine that trained only a part with ``--missing``), else ``(None, "")``."""
     root = ROOT / "multirun" / f"{prefix}{name}"
-    if root.is_dir():
-        return collect(root), "run directories"
+    here = collect(root) if root.is_dir() else []
     path = ROOT / records.RUNS / f"{prefix}{name}.jsonl"
-    if path.is_file():
-        lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+    if lines and len(lines) > len(here):
         return from_records(lines, grid_keys(name)), "records"
-    return None, ""
+    return (here, "run directories") if here else (None, "")
 
 
 def test_size(run: dict) -> int | None:
@@ -180,7 +180,7 @@ def answers(prefix: str = "", previous: dict | None = None) -> dict:
     rows = []
     for exp, what, a_want, b_want in COMPARISONS:
         if exp in carried:
-            rows.extend(r for r in previous["comparisons"] if r["experiment"] == exp and r["compared"] == what)
+            rows.extend(dict(r) for r in previous["comparisons"] if r["experiment"] == exp and r["compared"] == what)
             continue
         a, b = matching(runs_by_exp[exp], a_want), matching(runs_by_exp[exp], b_want)
         rows.append(
@@ -303,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     out = ROOT / "docs" / "results" / prefix
     previous = json.loads((out / "essay.json").read_text()) if (out / "essay.json").is_file() else None
     result = answers(prefix, previous)
+    for name, source in result.get("sources", {}).items():
+        print(f"{name}: {source} ({result['compute'][name]['runs']} runs)", flush=True)
     if wall is None and previous:  # the table again: keep the last full run's wall time
         wall = previous.get("wall_seconds")
     text = table_from_json({**result, "wall_seconds": wall})

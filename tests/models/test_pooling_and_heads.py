@@ -37,10 +37,12 @@ def test_pool_aggregation_matches_a_loop_over_neighbours(reduce):
 def test_max_on_complete_graphs_shares_one_maximum_per_graph_with_the_same_gradients():
     """The complete-graph shortcut (one max per graph, O(B n d)) against the (B, n, n, d) masked max,
     values and gradients, with tied maxima (repeated tokens) and padding."""
+    torch.manual_seed(0)
     agg = PoolAggregation(6, reduce="max")
     g = dgl.batch([dgl.graph(complete_edges(n, self_loops=True), num_nodes=n) for n in (5, 3, 1)])
     base = torch.randn(g.num_nodes(), 6)
-    base[1], base[2] = base[0], base[0]  # ties in graph 0: amax splits their gradient evenly
+    base[0, 0] = 10.0  # node 0 holds graph 0's maximum of channel 0 ...
+    base[1], base[2] = base[0], base[0]  # ... tied with nodes 1 and 2: amax splits their gradient evenly
     grads = []
     for complete in (True, False):
         dg = to_dense(g, "cpu", complete=complete)

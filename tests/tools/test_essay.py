@@ -151,8 +151,10 @@ def test_records_score_an_experiment_and_the_rest_is_carried(tmp_path, monkeypat
         ],
     }
     assert previous["comparisons"][0]["verdict"] == "B higher"  # 2 points against 0.6 with sigma 0.2 points
+    _run(tmp_path / "multirun", "heads", ["model.num_heads=1", "seed=0"], 0.50)  # a part trained here: fewer runs
     monkeypatch.setattr(essay, "ROOT", tmp_path)
     result = essay.answers("", previous)
+    assert previous["comparisons"][0]["verdict"] == "B higher"  # the essay.json before is not changed
     assert result["sources"]["heads"] == "records" and result["sources"]["graph_choice"] == "carried"
     assert result["sources"]["neural_syntax"] == "carried" and result["sources"]["aggregation"] == "none"
     assert result["sigma_suite"] == pytest.approx(0.01)  # the recorded cells' sd, not the carried 0.002
