@@ -33,7 +33,7 @@ def batches(num: int, size: int, seed: int = 0) -> list[torch.Tensor]:
 
 
 def paths(dim: int) -> dict:
-    """name -> (module, function of (h, DenseGraph)): the dense aggregation as the model runs it, and the
+    """name -> function of (h, DenseGraph): the dense aggregation as the model runs it, and the
     general (B, n, n, d) max it replaces on complete graphs."""
     torch.manual_seed(0)
     mods = {r: PoolAggregation(dim, reduce=r) for r in ("sum", "mean", "max")}
