@@ -48,7 +48,7 @@ from engine.checkpoint import (
 )
 from engine.config import RunConfig, check_config, exit_on_user_error
 from engine.distributed import World, finish, start_devices
-from engine.evaluation import predict, summarize
+from engine.evaluation import encode_correct, predict, summarize
 from engine.io import write_csv, write_json
 from engine.loop import make_optimizer, make_schedule, show_progress, train_epoch
 from engine.memory import memory_plan
@@ -234,6 +234,8 @@ def test_and_report(
         "test_by_root": test.get("by_root"),
         "wandb_mode": tracker.mode,
         "embeddings": embedding_summary(training.core),  # learned, or GloVe's options and coverage
+        # one bit per test example, right or wrong, for paired comparisons (tools.stats)
+        "test_predictions": encode_correct(preds, labels, data.sets["test"].fingerprint),
     }
     path = write_json(out_dir / "results.json", results)
     tracker.summary({"test/acc": acc, "test/loss": test_loss, "val/best_acc": best_val})

@@ -201,6 +201,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--missing", action="store_true", help="train only the runs without a committed record (runs/<E>.jsonl)"
     )
+    parser.add_argument(
+        "--redo-unpredicted",
+        action="store_true",
+        help="with --missing: also train the runs whose record holds no per-example test predictions",
+    )
     parser.add_argument("--max-runs", type=int, default=0, help="train at most this many runs now (0: all)")
     parser.add_argument("--jobs", type=int, default=1, help="runs trained at once (each on cores/jobs threads)")
     parser.add_argument(
@@ -230,7 +235,11 @@ def main(argv: list[str] | None = None) -> int:
     elif not args.table_only:
         todo = share(planned(args.name, args.overrides), args.shard)  # by place in the plan: fixed across parts
         if args.missing:
-            left = missing(args.name, args.overrides)
+            have = None
+            if args.redo_unpredicted:  # a record without predictions counts as missing
+                recorded = records.read(name)
+                have = {tuple(r["overrides"]) for r in recorded if r.get("test_predictions")}
+            left = missing(args.name, args.overrides, have)
             todo = [run for run in todo if run in left]
         todo = todo[: args.max_runs] if args.max_runs else todo
         print(f"experiment {name}: {len(todo)} run(s) to train, {args.jobs} at a time", flush=True)

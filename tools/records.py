@@ -15,6 +15,9 @@ A line holds what the table and figures show and no more (a few kB):
 - ``model``, ``graph``, ``device``, ``epochs``, ``num_params``;
 - ``best_val_acc``, ``best_epoch``, ``test_acc`` and the breakdowns (``test_by_depth``, ``test_by_length``,
   ``test_by_root``) exactly as ``results.json`` has them;
+- ``test_predictions``: which test examples the run got right, a bit each, with the test split's fingerprint
+  (``engine.evaluation.encode_correct``; 1,250 bytes for ListOps' 10,000), so that two cells scored on the same
+  test set are compared example by example (``tools.stats``); records written before it have none;
 - ``curve``: per epoch, ``epoch``, ``val_acc`` and ``train_loss`` from ``metrics.csv``;
 - ``train_seconds``, ``examples_per_second``.
 
@@ -41,7 +44,17 @@ ROOT = Path(__file__).resolve().parents[1]
 RUNS = Path("docs/results/runs")
 # overrides that do not change what a run computes: left out of the record's key
 NOT_SETTINGS = ("trainer.progress", "trainer.resume", "logger", "cluster", "dataset.data_dir", "hydra.")
-KEPT = ("model", "graph", "device", "epochs", "num_params", "best_val_acc", "best_epoch", "test_acc")
+KEPT = (
+    "model",
+    "graph",
+    "device",
+    "epochs",
+    "num_params",
+    "best_val_acc",
+    "best_epoch",
+    "test_acc",
+    "test_predictions",
+)
 BREAKDOWNS = ("test_by_depth", "test_by_length", "test_by_root")
 
 

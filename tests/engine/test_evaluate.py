@@ -105,3 +105,37 @@ def test_command_line(trained, tmp_path):
     )
     assert bad.returncode == 2
     assert bad.stderr.strip().startswith("error: no checkpoint at") and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_test_predictions_round_trip_and_refuse_damage():
+    """encode_correct keeps one bit per example; decode gives the same booleans back (any length, not only
+    multiples of 8), and a damaged or truncated record is refused in one line that names the fix."""
+    from engine.evaluation import decode_correct, encode_correct
+
+    gen = torch.Generator().manual_seed(0)
+    for n in (1, 7, 8, 13, 1000):
+        labels = torch.randint(0, 10, (n,), generator=gen)
+        preds = torch.where(torch.rand(n, generator=gen) < 0.6, labels, (labels + 1) % 10)
+        enc = encode_correct(preds, labels, "abc")
+        assert enc["n"] == n and enc["fingerprint"] == "abc"
+        assert decode_correct(enc).tolist() == (preds == labels).tolist()
+    with pytest.raises(ValueError, match="rerun"):
+        decode_correct({**enc, "n": 2000})  # more examples than bits
+    with pytest.raises(ValueError, match="rerun"):
+        decode_correct({**enc, "correct": "not base64!"})
+
+
+def test_split_fingerprint_follows_content_and_order(tmp_path):
+    """GraphDataset.fingerprint: the same split twice gives the same; another order or one label changed, not."""
+    from data.graphs import GraphConstruction
+    from data.pipeline import GraphDataset
+    from data.vocab import Vocab
+
+    splits = load_splits(compose_config(["debug=tiny"]).dataset, progress=False)
+    test = splits["test"]
+    vocab = Vocab.build(splits["train"]["tokens"])
+    make = lambda ds: GraphDataset(ds, vocab, GraphConstruction(), progress=False, lazy=True).fingerprint  # noqa: E731
+    assert make(test) == make(test)
+    assert make(test) != make(test.select(list(reversed(range(len(test))))))
+    flipped = test.map(lambda ex, i: {"label": (ex["label"] + 1) % 10 if i == 0 else ex["label"]}, with_indices=True)
+    assert make(test) != make(flipped)

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from engine.distributed import pick_device
+from engine.evaluation import decode_correct
 from engine.loop import warmup_cosine
 from tests.conftest import assert_breakdowns_match_test_acc, compose_config, rescored_test_acc
 from train import run
@@ -48,6 +49,9 @@ def test_every_model_and_graph_trains(model, graph, tmp_path, tiny_overrides):
     assert on_disk["num_params"] > 0
     assert on_disk["best_val_acc"] == max(float(r["val_acc"]) for r in rows)
     assert_breakdowns_match_test_acc(on_disk)
+    correct = decode_correct(on_disk["test_predictions"])  # one bit per test example, in the split's order
+    assert len(correct) == on_disk["num_examples"]["test"] and correct.mean() == on_disk["test_acc"]
+    assert len(on_disk["test_predictions"]["fingerprint"]) == 16
     assert rescored_test_acc(tmp_path, tmp_path / "eval") == on_disk["test_acc"]  # best.pt, scored afresh
     for name in ("best.pt", "last.pt"):
         ckpt = torch.load(tmp_path / "checkpoints" / name, weights_only=True)

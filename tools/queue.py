@@ -1,0 +1,68 @@
+"""Train several experiments' missing runs one after another, one run a part, so a long campaign survives being
+stopped: ``python -m tools.queue graph_choice_depth training --shard 1/2``.
+
+Each part is ``python -m tools.experiment E --missing --max-runs 1 --no-then [--shard K/N]``: it trains the next
+run of the plan that has no committed record (``docs/results/runs/E.jsonl``), writes that run's record and draws
+the table again. The queue goes on with E until its shard has no run left, then takes the next experiment. Killed
+at any moment, it loses at most the run in progress, and that run goes on from its last epoch the next time
+(``trainer.resume=auto``).
+
+Two queues side by side on 2 cores, one thread a run, each in its own checkout with the data cache shared
+(``TAGNN_CACHE_DIR``), share the work without training a run twice:
+
+    OMP_NUM_THREADS=1 TAGNN_CACHE_DIR=/tmp/tagnn-cache nohup python -m tools.queue training --shard 1/2 &   # checkout A
+    OMP_NUM_THREADS=1 TAGNN_CACHE_DIR=/tmp/tagnn-cache nohup python -m tools.queue training --shard 2/2 &   # checkout B
+
+then gather each checkout's runs here: ``python -m tools.records A/multirun/training training --at COMMIT``.
+``--redo-unpredicted`` also trains again the runs whose record holds no per-example test predictions (records
+written before they were kept), so that the paired rule of ``tools.stats`` can judge them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+
+from tools import experiment, records
+
+
+def left_of(name: str, shard: tuple[int, int], redo_unpredicted: bool = False) -> list[list[str]]:
+    """The runs of ``name``'s plan in shard ``(K, N)`` still to train: no committed record, or (``redo_unpredicted``)
+    a record without test predictions."""
+    recorded = records.read(name)
+    have = {tuple(r["overrides"]) for r in recorded if r.get("test_predictions") or not redo_unpredicted}
+    left = experiment.missing(name, [], have)
+    return [run for run in experiment.share(experiment.planned(name, []), shard) if run in left]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="+", help="experiments of conf/experiment/, in the order to train them")
+    parser.add_argument("--shard", type=experiment.shard_of, default=(1, 1), metavar="K/N")
+    parser.add_argument("--redo-unpredicted", action="store_true", help="retrain runs recorded without predictions")
+    args = parser.parse_args(argv)
+    for name in args.names:
+        experiment.read(name)  # an unknown name stops here, before anything trains
+    shard = "/".join(map(str, args.shard))
+    for name in args.names:
+        while todo := left_of(name, args.shard, args.redo_unpredicted):
+            label = " ".join(o for o in records.key_of(todo[0]) if not o.startswith("experiment="))
+            print(f"[queue] {time.strftime('%H:%M:%S')} {name}: {len(todo)} left in shard {shard}; next {label}")
+            cmd = [sys.executable, "-m", "tools.experiment", name, "--missing", "--max-runs", "1", "--no-then"]
+            cmd += ["--shard", shard] if args.shard != (1, 1) else []
+            if args.redo_unpredicted:
+                cmd.append("--redo-unpredicted")
+            if subprocess.call(cmd, cwd=experiment.ROOT):
+                print(f"[queue] {name}: a part failed; going on with the next experiment", flush=True)
+                break
+            if left_of(name, args.shard, args.redo_unpredicted) == todo:  # no record came of it: do not loop
+                print(f"[queue] {name}: the part recorded nothing; going on with the next experiment", flush=True)
+                break
+        print(f"[queue] {time.strftime('%H:%M:%S')} {name}: shard {shard} done", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
