@@ -1,14 +1,15 @@
-"""What GAT and the Transformer share: the heads, the output projection O, and the hooks tools switch on.
+"""What GAT and the Transformer share: the heads, dropout on a_ij, and the hooks tools switch on.
 
 Both compute, per head, a score s_ij on every edge j -> i, a softmax over each node's incoming
-edges and a weighted sum of values; O mixes the concatenated heads:
+edges and a weighted sum of values; their output projection O (``self.out``, defined in each
+module) mixes the concatenated heads:
 
     a_ij  = softmax_{j∈N(i)} s_ij
     h_i'  = O · ‖_heads Σ_{j∈N(i)} a_ij v_j
 
 ``gat.py`` and ``transformer.py`` write these lines out, each with its own s_ij and v_j. What may
 change the computation without being part of the equation is a hook here, called at a fixed point
-of those lines and a no-op when off:
+of those lines as ``x = hook(x)``, and when off it returns its input itself:
 
   record(a)              keeps a_ij in ``last_attention`` once ``record_attention`` is set
                          (studies/attention_syntax, tutorials/02): (E, H) sparse, (B, H, n, n) dense
@@ -37,7 +38,10 @@ def add_bias(s: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
 
 
 class MultiHeadAttention(nn.Module):
-    """Base of the attention aggregators: H heads of d_h = d / H units, O, dropout on a_ij, and the hooks."""
+    """Base of the attention aggregators: H heads of d_h = d / H units, dropout on a_ij, and the hooks.
+
+    A subclass registers its O (``self.out``) first, right after this ``__init__``: parameters are
+    registered, and a checkpoint's optimiser state is stored, in the order r^V, O, then its own."""
 
     splits_heads = True  # each head reads hidden_dim / num_heads units: num_heads must divide hidden_dim
 
@@ -49,7 +53,6 @@ class MultiHeadAttention(nn.Module):
         self.edge_types = edge_types
         # r^V_t: what a message of type t adds to its value, per head (T, H, d_h); zero at first
         self.rel_value = nn.Parameter(torch.zeros(edge_types, num_heads, self.head_dim)) if edge_types else None
-        self.out = nn.Linear(dim, dim)  # O: mixes the concatenated heads
         self.attn_dropout = nn.Dropout(attn_dropout)
         self.record_attention = False  # set True to keep the weights a_ij in last_attention
         self.last_attention = None
@@ -65,10 +68,12 @@ class MultiHeadAttention(nn.Module):
         return x.view(b, n, self.num_heads, self.head_dim).transpose(1, 2)
 
     # ---- hooks: each leaves its input as it is unless switched on ----
-    def record(self, a: torch.Tensor) -> None:
-        """Keep the attention weights (detached) in ``last_attention`` when ``record_attention`` is on."""
+    def record(self, a: torch.Tensor) -> torch.Tensor:
+        """``a`` itself; when ``record_attention`` is on, a detached copy is kept in ``last_attention`` too:
+        (E, H) from the sparse path's (E, H, 1), (B, H, n, n) from the dense path."""
         if self.record_attention:
-            self.last_attention = a.detach()
+            self.last_attention = (a.squeeze(-1) if a.dim() == 3 else a).detach()
+        return a
 
     def masked_heads(self, h: torch.Tensor) -> torch.Tensor:
         """``h`` (heads on dimension 1) with the heads ``head_mask`` silences zeroed."""

@@ -2,7 +2,7 @@
 
     sum   h_i' = W · Σ_{j∈N(i)} h_j          (GIN, Xu et al., 2019: as expressive as 1-WL; ``gin.py``)
     mean  h_i' = W · mean_{j∈N(i)} h_j       (GraphSAGE-mean, Hamilton et al., 2017)
-    max   h_i' = W · max_{j∈N(i)} h_j        (element-wise, GraphSAGE-pool)
+    max   h_i' = W · max_{j∈N(i)} h_j        (element-wise; GraphSAGE-pool without its σ(W h_j + b) per neighbour)
 
 No scores, no softmax, no heads: every neighbour counts the same, whatever its content. A node
 with no incoming edge gets ``W · 0`` (DGL's convention for empty reductions). The sparse path is one

@@ -175,23 +175,60 @@ def test_a_study_is_three_files_and_runs_as_a_module(repo):
     assert page == table_from_json(json.loads((repo / "docs" / "results" / "toy_study.json").read_text()))
 
 
-def test_the_equation_lines_architecture_names_are_each_method_s():
-    """docs/architecture.md's aggregator table names, per module, the lines of ``forward`` and ``forward_dense``,
-    README's equation table those of ``forward``: each is that method's first and last line (an edit that moves
-    the code fails here, naming the module)."""
-    import ast
+CITED_METHOD = re.compile(r"^([A-Z]\w*)\.(\w+)$")  # `DotProductAttention.forward`
 
+
+def check_cited_code(module_name: str, cells: str) -> list[str]:
+    """The `Class.method` names ``cells`` cites, each checked to exist in ``module_name``; every other backticked
+    snippet after one (not a shape like `(B, H, n, n)`) names calls of that method: each identifier in it must
+    appear in the method's source. Returns the methods cited, as ``Class.method``."""
+    import importlib
+    import inspect
+
+    module = importlib.import_module(module_name)
+    cited, source = [], None
+    for snippet in re.findall(r"`([^`]+)`", cells):
+        if match := CITED_METHOD.match(snippet):
+            cls = getattr(module, match[1], None)
+            assert cls is not None, f"{module_name} has no {match[1]} ({snippet})"
+            method = getattr(cls, match[2], None)
+            assert callable(method), f"{module_name}.{match[1]} has no method {match[2]} ({snippet})"
+            source = inspect.getsource(method)
+            cited.append(snippet)
+        elif source is not None and not snippet.startswith("("):
+            for name in re.findall(r"[A-Za-z_]\w*", snippet):
+                assert re.search(rf"\b{name}\b", source), f"{cited[-1]} does not call `{name}` (cited as `{snippet}`)"
+    return cited
+
+
+def test_the_docs_cite_each_equation_s_code_by_a_name_that_exists_and_calls_what_they_say():
+    """docs/architecture.md's aggregator table names, per module, the method of each path (``forward``,
+    ``forward_dense``, and those it names beside them) and the calls each makes; README's equation table names
+    ``forward``. Each named method must exist and call what its cell cites; the code is cited by name, never by
+    line numbers, so an edit inside a method (a comment line) changes nothing here, and renaming one fails here."""
     page = (ROOT / "docs" / "architecture.md").read_text()
-    rows = re.findall(r"^\| `(\w+\.py)` \|[^|]*\| lines (\d+)-(\d+)[^|]*\| lines (\d+)-(\d+)", page, re.M)
-    assert [r[0] for r in rows] == ["transformer.py", "gat.py", "gcn.py", "pooling.py"]
-    for module, *lines in rows:
-        tree = ast.parse((ROOT / "models" / "aggregators" / module).read_text())
-        methods = {n.name: (n.lineno, n.end_lineno) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
-        named = {"forward": tuple(map(int, lines[:2])), "forward_dense": tuple(map(int, lines[2:]))}
-        assert named == {m: methods[m] for m in named}, module
+    section = page[page.index("## Where each equation lives") :]
+    section = section[: section.index("\n## ", 4)]
+    assert not re.search(r"\blines? \d+", section), "cite code by name (Class.method), not by line numbers"
+    rows = re.findall(r"^\| `(\w+)\.py` \|[^|]*\|([^|]*)\|([^|]*)\|$", section, re.M)
+    assert [r[0] for r in rows] == ["transformer", "gat", "gcn", "pooling", "gin"]
+    classes = {}
+    for module, sparse, dense in rows:
+        if module == "gin":  # "as `pooling.py`": GIN is pooling's sum
+            assert "as `pooling.py`" in sparse and "as `pooling.py`" in dense
+            continue
+        sparse_cited = check_cited_code(f"models.aggregators.{module}", sparse)
+        dense_cited = check_cited_code(f"models.aggregators.{module}", dense)
+        assert sparse_cited[0].endswith(".forward") and dense_cited[0].endswith(".forward_dense"), module
+        classes[module] = sparse_cited[0].split(".")[0]
     readme = (ROOT / "README.md").read_text()
-    cited = re.findall(r"\[`models/aggregators/(\w+\.py)`\]\([^)]*\), `forward`: lines (\d+)-(\d+)", readme)
-    assert [c[0] for c in cited] == ["transformer.py", "gat.py", "gcn.py"]
-    assert {c[0]: c[1:] for c in cited} == {
-        r[0]: r[1:3] for r in rows if r[0] in ("transformer.py", "gat.py", "gcn.py")
-    }
+    section = readme[readme.index("## Where each equation lives") :]
+    section = section[: section.index("\n## ", 4)]
+    assert not re.search(r"\blines? \d+", section), "cite code by name (Class.method), not by line numbers"
+    cited = re.findall(
+        r"^\|[^|]*\| `(\w+)`:([^|]*)\| \[`models/aggregators/(\w+)\.py`\]\([^)]*\), `(\w+\.\w+)` \|$", section, re.M
+    )
+    assert [c[2] for c in cited] == ["transformer", "gat", "gcn"]
+    for cls, calls, module, method in cited:
+        assert method == f"{cls}.forward" and classes[module] == cls, method
+        assert check_cited_code(f"models.aggregators.{module}", f"`{method}` {calls}") == [method]

@@ -27,8 +27,10 @@ TINY = ["debug=tiny", "logger=none", "trainer.max_epochs=3", "trainer.log_every=
 # the loop before this one (7ef2f89: an .item() per step, torch DataLoaders), with the overrides below, on one
 # thread: a float32 sum over 2 threads rounds differently in the 8th digit (old and new loops agree bit for bit
 # there too, checked by hand), so the test fixes the thread count. Another CPU's float32 kernels round
-# differently too (an Intel AVX-512 machine's losses differ in the 8th digit), so losses are compared to a
-# relative 1e-6 and accuracies exactly
+# differently too (an Intel AVX-512 machine's losses differ in the 8th digit), and a logit that close to a tie
+# could flip one prediction there: so losses are compared to a relative LOSS_RTOL and each accuracy to within one
+# example of its split (1 / N): a hundred times the rounding seen, while a loss moved by 1e-4 relative fails
+LOSS_RTOL = 1e-5
 BEFORE = {
     "transformer_complete": (  # impl=auto: the dense path
         ["model=transformer", "graph=complete"],
@@ -53,8 +55,9 @@ BEFORE = {
 
 @pytest.mark.parametrize("name", ["gat_window", pytest.param("transformer_complete", marks=pytest.mark.slow)])
 def test_same_seed_same_curve_as_the_loop_before(name, tmp_path):
-    """CPU float32 numerics unchanged: every epoch's accuracies equal what the old loop wrote, and its losses
-    within float32 rounding of another CPU's kernels (bit for bit on the machine that wrote them)."""
+    """CPU float32 numerics unchanged: every epoch's losses equal what the old loop wrote within a relative
+    LOSS_RTOL, and its accuracies (and the test accuracy) within one example of their split (bit for bit on the
+    machine that wrote them)."""
     overrides, curve, test_acc = BEFORE[name]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -64,9 +67,13 @@ def test_same_seed_same_curve_as_the_loop_before(name, tmp_path):
         torch.set_num_threads(threads)
     with open(tmp_path / "metrics.csv") as f:
         rows = [[float(r[k]) for k in ("train_loss", "train_acc", "val_loss", "val_acc")] for r in csv.DictReader(f)]
-    assert [(r[1], r[3]) for r in rows] == [(c[1], c[3]) for c in curve]  # accuracies: exact
-    assert [x for r in rows for x in (r[0], r[2])] == pytest.approx([x for c in curve for x in (c[0], c[2])], rel=1e-6)
-    assert results["test_acc"] == test_acc
+    n = results["num_examples"]  # {"train": N, "val": N, "test": N}
+    assert len(rows) == len(curve)
+    for epoch, (got, want) in enumerate(zip(rows, curve, strict=True)):
+        assert [got[0], got[2]] == pytest.approx([want[0], want[2]], rel=LOSS_RTOL), f"epoch {epoch}: losses"
+        assert got[1] == pytest.approx(want[1], rel=0, abs=1 / n["train"]), f"epoch {epoch}: train accuracy"
+        assert got[3] == pytest.approx(want[3], rel=0, abs=1 / n["val"]), f"epoch {epoch}: val accuracy"
+    assert results["test_acc"] == pytest.approx(test_acc, rel=0, abs=1 / n["test"])
 
 
 class Reads:
