@@ -10,9 +10,12 @@ It owns three choices:
   stops with one line naming the fix;
 * **the impl of a batch** (``model.impl=sparse|dense|auto``). ``auto`` on the CPU is dense when edges fill at
   least ``dense_min_density`` of the padded batch's n x n pairs (the rule the committed CPU tables were made
-  with); on a GPU it is dense for graphs up to :data:`GPU_DENSE_MAX_NODES` nodes, where a masked
-  ``scaled_dot_product_attention`` beats message passing on an H100 even for a window graph (issue 32's
-  measurements), and the density rule above that.
+  with); on a GPU it is dense for graphs up to :data:`GPU_DENSE_MAX_NODES` nodes, and the density rule above
+  that. The GPU threshold is provisional, not measured: DGL's message passing has never been timed on a GPU
+  (PyPI's DGL is CPU-only). The committed H100 table, ``bench/results/nvidia-h100/attention.md``, times
+  stock-torch message passing (``models/torch_mp.py``) against a masked ``scaled_dot_product_attention``,
+  and there a window graph's message passing is already faster from n = 1,024 (the tree's and bpt's from
+  n = 4,096). Set it from a GPU measurement of DGL's kernels.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import torch
 log = logging.getLogger("train")  # train.py's logger: its warning reads ``[train]`` in train.log, as it always has
 DEVICES = ("auto", "cpu", "cuda")
 IMPLS = ("sparse", "dense", "auto")
-GPU_DENSE_MAX_NODES = 4000  # impl=auto on a GPU: dense up to this many nodes per graph (H100 crossover: 1,024-4,096)
+GPU_DENSE_MAX_NODES = 4000  # impl=auto on a GPU: dense up to this many nodes per graph; provisional, unmeasured (above)
 
 
 def sparse_error(device) -> str:

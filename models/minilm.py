@@ -65,8 +65,9 @@ WEIGHTS = "model.safetensors"
 SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"  # the published file's hash
 READOUTS = ("mean", "cls")
 IMPLS = ("sparse", "dense", "auto")
-# model.impl; auto: sparse on the CPU (measured faster there: 2.6 s vs 2.9 s per 64 SST sentences, forward+backward),
-# dense on a GPU (engine.placement decides)
+# model.impl; auto: sparse on the CPU, dense on a GPU (engine.placement decides). The CPU choice rests on an
+# uncommitted measurement (2.6 s sparse vs 2.9 s dense per 64 SST sentences, forward+backward); the committed
+# bench/results/cpu-2core/pretrained.md has the dense twin faster on the complete graph (996 ms vs 2,170 ms a step).
 CONFIG_IMPLS = ("auto", "sparse", "dense")
 # model.syntax_aggregator: the attention aggregators of models/aggregators/ (gat, transformer)
 SYNTAX_AGGREGATORS = {

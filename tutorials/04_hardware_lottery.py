@@ -14,10 +14,11 @@
 # %% [markdown]
 # # Part 4 — The hardware lottery: sparse or dense?
 #
-# Hooker (2020, *The Hardware Lottery*) argues that ideas win partly because they suit the hardware
-# of the day. Joshi (2020) makes the point for Transformers: message passing on a sparse graph does
-# less arithmetic than full attention, yet full attention is a few large matrix products, exactly
-# what CPUs and GPUs are built for, while message passing gathers and scatters along edges.
+# Hooker (2021, *The Hardware Lottery*, Communications of the ACM; arXiv 2020) argues that ideas win
+# partly because they suit the hardware of the day. Joshi (2020) makes the point for Transformers:
+# message passing on a sparse graph does less arithmetic than full attention, yet full attention is a
+# few large matrix products, exactly what CPUs and GPUs are built for, while message passing gathers
+# and scatters along edges.
 #
 # tagnn implements every aggregator both ways (parts 1 and 2 checked that they agree):
 #
@@ -196,8 +197,11 @@ else:
 # * The size of the lottery depends on the machine. On the 2-core CPU (measured, the table above),
 #   dense wins on the complete graph by 2.3x <!-- ref: bench/results/cpu-2core/summary.md > complete > n=16 --> to 24x, and sparse wins on sparse graphs from n = 16-128.
 #   On an H100 (`python -m bench.hardware_lottery --device cuda`, bench/results/nvidia-h100/), message
-#   passing costs 15x <!-- ref: bench/results/nvidia-h100/attention.md > d64 > complete > n=64 --> to 91x <!-- ref: bench/results/nvidia-h100/attention.md > d64 > complete > n=4096 --> dense on the complete graph, and it beats dense on a window
-#   graph only from n = 1,024. The GPU's lottery is two orders of magnitude; the CPU's is one.
+#   passing written in stock torch (`models/torch_mp.py`: PyPI's DGL has no CUDA build) costs 15x <!-- ref: bench/results/nvidia-h100/attention.md > d64 > complete > n=64 --> to 91x <!-- ref: bench/results/nvidia-h100/attention.md > d64 > complete > n=4096 --> dense on the complete graph, and it beats dense on a window
+#   graph only from n = 1,024. Against stock-torch message passing the GPU's lottery is up to two orders of
+#   magnitude; against DGL's the CPU's is one. The two are not like for like: on the CPU the stock-torch
+#   code takes about 4-5x DGL's time on the complete graph (bench/results/cpu-2core/attention.md), and
+#   DGL's kernels have not been timed on a GPU.
 #
 # Next: `05_what_the_experiments_found.py`.
 
