@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 from collections import defaultdict
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.loop import autocast
+from engine.predictions import decode_correct, encode_correct  # noqa: F401  (re-exported)
 
 LENGTH_BUCKETS = (10, 20, 40, 60, 100, 200, 500, 1000, 2000)
 
@@ -74,31 +74,6 @@ def summarize(preds: torch.Tensor, labels: torch.Tensor, meta: dict, num_classes
     np.add.at(cm, (labels.numpy(), preds.numpy()), 1)
     out["confusion"] = cm.tolist()  # rows: true label, columns: predicted
     return out
-
-
-def encode_correct(preds: torch.Tensor, labels: torch.Tensor, fingerprint: str) -> dict:
-    """Which test examples a run got right, compactly, for comparisons example by example
-    (``tools.stats``): ``{"n", "fingerprint", "correct"}``, ``correct`` one bit per example in the split's
-    order (``numpy.packbits``, base64): 1,250 bytes for 10,000 examples. ``fingerprint`` names the split
-    (``GraphDataset.fingerprint``); two runs are paired only when theirs match."""
-    correct = (preds == labels).numpy().astype(np.uint8)
-    return {
-        "n": int(len(correct)),
-        "fingerprint": fingerprint,
-        "correct": base64.b64encode(np.packbits(correct).tobytes()).decode("ascii"),
-    }
-
-
-def decode_correct(encoded: dict) -> np.ndarray:
-    """The boolean vector ``encode_correct`` packed (length ``n``); a clear error for a damaged one."""
-    try:
-        bits = np.unpackbits(np.frombuffer(base64.b64decode(encoded["correct"], validate=True), dtype=np.uint8))
-        n = int(encoded["n"])
-    except (KeyError, TypeError, ValueError) as e:
-        raise ValueError(f"damaged test predictions ({e}); rerun the run's test with trainer.resume=auto") from e
-    if len(bits) < n or len(bits) - n >= 8:
-        raise ValueError(f"test predictions hold {len(bits)} bits for {n} examples; rerun the run's test")
-    return bits[:n].astype(bool)
 
 
 def format_table(summary: dict) -> str:

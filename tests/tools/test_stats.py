@@ -1,0 +1,121 @@
+"""tools.stats: the one rule for "is this difference a finding?", calibrated on simulated comparisons.
+
+The calibration feeds each rule many null comparisons of two kinds (one config twice; two models of equal
+population accuracy whose errors fall on different examples), 10,000 test examples and 3 seeds a side, at seed
+spreads of 0.3 to 1.0 points, each with a fresh test set. A rule at the 5% level should call about 5% of them
+findings: ``tools.stats.compare`` does; the rule the essay used before calls up to 10-12% (too lax where the
+models err on different examples and at the Transformer's 0.7-1.0-point spread), and the unpaired rule with an
+undivided test term about 1% (too strict to settle anything).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tools import stats
+from tools.stats import NOT_JUDGED, Cell, compare
+
+
+@pytest.fixture(scope="module")
+def null_rates():
+    return stats.calibrate(trials=1000, seed=1)
+
+
+def test_the_rule_calls_about_five_percent_of_nulls(null_rates):
+    ours = {key[1:]: rate for key, rate in null_rates.items() if key[0] == "tools.stats.compare"}
+    assert all(0.015 <= rate <= 0.08 for rate in ours.values()), ours
+    assert 0.03 <= np.mean(list(ours.values())) <= 0.065, ours
+
+
+def test_the_rules_it_replaces_fail_the_calibration(null_rates):
+    before = [rate for key, rate in null_rates.items() if key[0] == "essay rule before"]
+    strict = [rate for key, rate in null_rates.items() if key[0] == "unpaired, undivided"]
+    assert max(before) >= 0.09, before  # too lax: up to twice the level
+    assert np.mean(strict) <= 0.02, strict  # too strict: almost no null is ever a finding
+
+
+def test_power_on_true_effects():
+    """At a seed spread of 0.5 points, a 2-point gap is found most of the time and a 1-point gap sometimes."""
+    two = stats.calibrate(trials=200, spreads=(0.005,), effect=0.02, seed=2)
+    one = stats.calibrate(trials=200, spreads=(0.005,), effect=0.01, seed=3)
+    for kind in ("same", "different"):
+        assert two[("tools.stats.compare", kind, 0.005)] >= 0.8, two
+        assert 0.15 <= one[("tools.stats.compare", kind, 0.005)] <= 0.8, one
+
+
+def test_simulated_spread_and_effect_are_what_was_asked():
+    rng = np.random.default_rng(0)
+    accs_a, accs_b = [], []
+    for _ in range(300):
+        a, b = stats.simulated_pair(rng, "different", n=10_000, k=3, spread=0.007, effect=0.02)
+        accs_a.append(a.accs)
+        accs_b.append(b.accs)
+    within = np.mean([np.var(x, ddof=1) for x in accs_a])  # seed-to-seed, on one test set
+    assert math.sqrt(within) == pytest.approx(0.007, rel=0.15)
+    assert np.mean(accs_a) - np.mean(accs_b) == pytest.approx(0.02, abs=0.002)
+
+
+def test_paired_rule_by_hand():
+    """The verdict's parts, worked out with numpy on a small example."""
+    rng = np.random.default_rng(5)
+    ca = rng.random((3, 400)) < 0.7
+    cb = rng.random((3, 400)) < 0.6
+    a, b = Cell(ca.mean(1), correct=ca, fingerprint="f"), Cell(cb.mean(1), correct=cb, fingerprint="f")
+    v = compare(a, b)
+    assert v.rule == "paired"
+    seeds = ca.mean(1).var(ddof=1) / 3 + cb.mean(1).var(ddof=1) / 3
+    delta = ca.mean(0) - cb.mean(0)
+    flip = ca.var(0, ddof=1).mean() / 3 + cb.var(0, ddof=1).mean() / 3
+    test = max(delta.var(ddof=1) - flip, 0) / 400
+    assert v.parts["test"] == pytest.approx(test)
+    assert v.se == pytest.approx(math.sqrt(seeds + test))
+    assert v.diff == pytest.approx(ca.mean() - cb.mean())
+    assert 2 < v.df < 400 and v.noise == pytest.approx(stats.t_quantile(v.df) * v.se)
+    assert v.verdict == ("A higher" if abs(v.diff) > v.noise else stats.LEVEL_ANSWER)
+
+
+def test_which_rule_judges():
+    """Paired only on one test split (the same fingerprint); the unpaired fallback otherwise, which needs n."""
+    c = np.ones((2, 10), dtype=bool)
+    assert compare(Cell([1, 1], correct=c, fingerprint="x"), Cell([1, 1], correct=c, fingerprint="x")).rule == "paired"
+    other = compare(Cell([1, 1], correct=c, fingerprint="x"), Cell([1, 1], correct=c, fingerprint="y"))
+    assert other.rule == "unpaired"
+    assert compare(Cell([0.5, 0.6], n=100), Cell([0.5, 0.6], correct=c[:, :10], fingerprint="x")).rule == "unpaired"
+    with pytest.raises(ValueError, match="n="):
+        compare(Cell([0.5, 0.6]), Cell([0.4, 0.5], n=10))
+
+
+def test_unpaired_test_term_is_not_divided_by_seeds():
+    a, b = Cell([0.60, 0.61, 0.62], n=1000), Cell([0.55, 0.56, 0.57], n=1000)
+    v = compare(a, b)
+    assert v.parts["test"] == pytest.approx(0.61 * 0.39 / 1000 + 0.56 * 0.44 / 1000)
+
+
+def test_one_seed_each_is_not_judged_but_borrows_a_spread():
+    assert compare(Cell([0.6], n=10_000), Cell([0.5], n=10_000)).verdict == NOT_JUDGED
+    v = compare(Cell([0.6], n=10_000), Cell([0.50, 0.51, 0.52], n=10_000))
+    assert v.parts["seeds_a"] == pytest.approx(v.parts["seeds_b"] * 3)  # A's one seed at B's spread
+    assert v.verdict == "A higher"
+
+
+def test_deterministic_cells_have_only_the_test_term():
+    rng = np.random.default_rng(1)
+    ca, cb = rng.random(2000) < 0.8, rng.random(2000) < 0.7
+    v = compare(
+        Cell([ca.mean()], correct=ca, fingerprint="p", deterministic=True),
+        Cell([cb.mean()], correct=cb, fingerprint="p", deterministic=True),
+    )
+    assert v.parts["seeds_a"] == v.parts["seeds_b"] == 0
+    assert v.parts["test"] == pytest.approx((ca.astype(float) - cb).var(ddof=1) / 2000)
+    assert v.verdict == "A higher" and v.df == pytest.approx(1999)
+
+
+def test_bad_input_is_refused_in_one_line():
+    with pytest.raises(ValueError, match="rows of predictions"):
+        Cell([0.5, 0.6], correct=np.ones((3, 10)))
+    with pytest.raises(ValueError, match="unknown kind"):
+        stats.simulated_pair(np.random.default_rng(0), "other")
+    assert compare(Cell([]), Cell([0.5], n=10)).verdict == "not run yet"
