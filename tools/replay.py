@@ -10,7 +10,7 @@ on a mismatch. Three ways a table is replayed, in this order:
 2. ``docs/results/X.json`` with ``X.md`` beside it and a writer ``studies.X.table_from_json(data)``
    (the study of that name: ``essay``, ``listops_best``);
 3. an entry of ``TABLES`` below: a table, the JSON files it is drawn from and the function that renders
-   it (``pretrained_graphs``, ``pretrained_graphs_frozen``, ``pretrained_syntax``, ``sst_syntax``).
+   it (``pretrained_graphs``, ``pretrained_graphs_frozen``, ``pretrained_syntax``, ``sst_syntax``, ``verdicts``).
 
 A new experiment plugs in with no code when ``make experiment`` writes its table (1), or with one
 ``table_from_json`` in its study (2), or one line in ``TABLES`` (3).
@@ -105,8 +105,29 @@ def _soft_syntax(data: dict, pretrained: dict, timing: dict, phrases: list[dict]
     return soft_syntax.replay_table(data, pretrained, timing, phrases)
 
 
+def _calibration(data: dict) -> str:
+    from tools import stats
+
+    return stats.markdown(data)
+
+
+def _verdicts(committed: dict, *records) -> str:
+    from tools import verdicts
+
+    return verdicts.replay(committed, *records)
+
+
+def _verdict_sources() -> tuple[str, ...]:
+    from tools import verdicts
+
+    return ("docs/results/verdicts.json", *verdicts.sources())
+
+
 # (3): tables drawn by a tool of their own from committed JSON; a new one is one line here
 TABLES = [
+    # the verdicts the prose pages state, drawn again from the records (and the JSON they read checked against them)
+    Table("docs/results/verdicts.md", _verdict_sources(), _verdicts, "tools.verdicts.replay"),
+    Table("docs/results/calibration.md", ("docs/results/calibration.json",), _calibration, "tools.stats.markdown"),
     Table(
         "docs/results/soft_syntax.md",
         (

@@ -293,7 +293,9 @@ def simulated_pair(
     else:
         raise ValueError(f"unknown kind {kind!r}; valid: same, different")
     if effect:  # the population's shift: the same for every test set, from a large draw of the same law
-        la = la + POPULATION_SHIFT.setdefault(effect, shift_for(SIM_CENTRE + SIM_SPREAD * POPULATION, effect))
+        if effect not in POPULATION_SHIFT:
+            POPULATION_SHIFT[effect] = shift_for(SIM_CENTRE + SIM_SPREAD * POPULATION, effect)
+        la = la + POPULATION_SHIFT[effect]
     ca = simulate_cell(rng, la, k, seed_shift_sd(la, spread))
     cb = simulate_cell(rng, lb, k, seed_shift_sd(lb, spread))
     return tuple(Cell(c.mean(1), correct=c, fingerprint="simulated") for c in (ca, cb))
@@ -331,20 +333,64 @@ def calibrate(
     return {key: c / trials for key, c in counts.items()}
 
 
-def main() -> int:
-    """``python -m tools.stats``: the calibration table (false alarms on nulls, power at 1 and 2 points)."""
-    print("share of simulated comparisons called findings (10,000 test examples, 3 seeds a side, 1,000 each)")
+def calibration(trials: int = 1000) -> dict:
+    """The calibration as data: ``{"trials", "rates": [{"effect", "rule", "kind", "spread", "rate"}, ...]}``, false
+    alarms on nulls (effect 0: about 5% for a calibrated rule) and the power at true differences of 1 and 2 points."""
+    rows = []
     for effect in (0.0, 0.01, 0.02):
-        rates = calibrate(effect=effect)
-        spreads = sorted({s for _, _, s in rates})
-        what = "null (should be ~5%)" if not effect else f"true effect {100 * effect:.0f} point(s): power"
-        print(f"\n{what}")
-        print("| rule | kind | " + " | ".join(f"spread {100 * s:.1f}" for s in spreads) + " |")
-        print("|---|---|" + "---|" * len(spreads))
-        for rule in RULES:
-            for kind in ("same", "different"):
-                cells = " | ".join(f"{100 * rates[(rule, kind, s)]:.1f}%" for s in spreads)
-                print(f"| {rule} | {kind} | {cells} |")
+        for (rule, kind, spread), rate in calibrate(trials=trials, effect=effect).items():
+            rows.append({"effect": effect, "rule": rule, "kind": kind, "spread": spread, "rate": rate})
+    return {"trials": trials, "rates": rows}
+
+
+def markdown(data: dict) -> str:
+    """``docs/results/calibration.md`` from ``calibration.json`` (``tools.replay`` draws it again)."""
+    trials, rows = data["trials"], data["rates"]
+    lines = [
+        f"Produced by `{data.get('command', 'python -m tools.stats')}`. Share of simulated comparisons each rule calls",
+        f"a finding: 10,000 test examples drawn afresh each time, 3 seeds a side, {trials:,} comparisons a cell",
+        "(`tools.stats.calibrate`). Kinds: `same`, one config twice; `different`, two models of equal population",
+        "accuracy whose errors fall partly on different examples. Spread: the sd of one seed's test accuracy",
+        "from seed to seed, in points. The rules: [docs/statistics.md](../statistics.md).",
+    ]
+    spreads = sorted({r["spread"] for r in rows})
+    for effect in sorted({r["effect"] for r in rows}):
+        what = (
+            "No true difference: false alarms (a calibrated rule: about 5%)"
+            if not effect
+            else (f"A true difference of {100 * effect:.0f} point{'s' if effect > 0.01 else ''}: power")
+        )
+        lines += ["", f"**{what}**", ""]
+        lines.append("| rule | kind | " + " | ".join(f"spread {100 * s:.1f}" for s in spreads) + " |")
+        lines.append("|---|---|" + "---|" * len(spreads))
+        rate = {(r["rule"], r["kind"], r["spread"]): r["rate"] for r in rows if r["effect"] == effect}
+        for rule in dict.fromkeys(r["rule"] for r in rows):
+            for kind in dict.fromkeys(r["kind"] for r in rows):
+                cells = " | ".join(f"{100 * rate[(rule, kind, s)]:.1f}%" for s in spreads)
+                lines.append(f"| {rule} | {kind} | {cells} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tools.stats [--out docs/results/calibration.md]``: the calibration table, printed, and with
+    ``--out`` written as ``X.json`` and ``X.md`` (drawn from the JSON; ``tools.check_docs`` replays it)."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
+    parser.add_argument("--out", help="write X.md and X.json beside it (docs/results/calibration.md)")
+    parser.add_argument("--trials", type=int, default=1000)
+    args = parser.parse_args(argv)
+    data = calibration(args.trials)
+    trials = f" --trials {args.trials}" if args.trials != 1000 else ""
+    data["command"] = f"python -m tools.stats{trials}" + (f" --out {args.out}" if args.out else "")
+    table = markdown(data)
+    print(table)
+    if args.out:
+        out = Path(args.out)
+        out.with_suffix(".json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        out.with_suffix(".md").write_text(table)
     return 0
 
 

@@ -7,28 +7,24 @@
     python -m studies.essay --only heads,aggregation
 
 Each experiment runs through ``tools.experiment`` (its grids, its table, its analysis). Then every
-comparison the essay's write-up makes (``COMPARISONS``) is scored from the runs' test accuracies:
-
-    difference  = mean(A) - mean(B) over seeds, in points
-    noise       = 2 * sigma * sqrt(1/n_A + 1/n_B)   (two standard errors of the difference)
-    sigma       = the larger of the two cells' pooled seed standard deviation and the suite's (every
-                  cell with 2+ seeds, pooled), and never below the test split's binomial error
-
-A difference beyond the noise is a finding; inside it the answer is "no difference measurable here".
-Written to ``docs/results/[small/]essay.md`` and ``essay.json`` (per-seed accuracies included, so a
-reader, or tutorial 05, can recompute every verdict).
+comparison the essay's write-up makes (``COMPARISONS``) is judged by the one rule of ``tools.stats``
+(``docs/statistics.md``): difference = mean(A) - mean(B) over seeds, noise = Student's t times the standard error
+that counts each cell's own seeds and the test examples (paired over examples where both cells kept their
+predictions, else unpaired and not divided by the seeds). A difference beyond the noise is a finding; inside it
+the answer is "no difference measurable here"; one seed a side is not judged.
+Written to ``docs/results/[small/]essay.md`` and ``essay.json`` (per-seed accuracies and the rule's parts
+included, so a reader, or tutorial 05, can recompute every verdict).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import time
 from pathlib import Path
 
-from tools import experiment, records
+from tools import experiment, records, stats
 from tools.results_table import collect, from_records, grid_keys
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,30 +95,14 @@ def cells(runs: list[dict]) -> dict[tuple, list[dict]]:
     return groups
 
 
-def matching(runs: list[dict], want: dict) -> list[float]:
-    """Test accuracies of the runs whose settings include ``want``."""
-    return [r["test_acc"] for r in runs if all(r["_settings"].get(k) == v for k, v in want.items())]
+def matching(runs: list[dict], want: dict) -> list[dict]:
+    """The runs whose settings include ``want``."""
+    return [r for r in runs if all(r["_settings"].get(k) == v for k, v in want.items())]
 
 
-def pooled_sd(groups: list[list[float]]) -> float | None:
-    """The pooled within-group standard deviation of groups with 2+ values (None if there are none)."""
-    dof = sum(len(g) - 1 for g in groups if len(g) > 1)
-    if not dof:
-        return None
-    return math.sqrt(sum((len(g) - 1) * statistics.variance(g) for g in groups if len(g) > 1) / dof)
-
-
-def verdict(a: list[float], b: list[float], sigma_suite: float) -> dict:
-    """Mean difference of A and B, its noise threshold and the answer it supports."""
-    if not a or not b:
-        return {"diff": None, "noise": None, "verdict": "not run yet"}
-    sigma = max(sigma_suite, pooled_sd([a, b]) or 0.0)
-    diff, noise = statistics.mean(a) - statistics.mean(b), 2 * sigma * math.sqrt(1 / len(a) + 1 / len(b))
-    if abs(diff) <= noise:
-        answer = "no difference measurable here"
-    else:
-        answer = "A higher" if diff > 0 else "B higher"
-    return {"diff": diff, "noise": noise, "sigma": sigma, "verdict": answer}
+def judged(a: stats.Cell, b: stats.Cell) -> dict:
+    """A row's verdict by ``tools.stats.compare``, as essay.json keeps it."""
+    return stats.compare(a, b).as_dict()
 
 
 def runs_of(prefix: str, name: str) -> tuple[list[dict] | None, str]:
@@ -138,18 +118,11 @@ def runs_of(prefix: str, name: str) -> tuple[list[dict] | None, str]:
     return (here, "run directories") if here else (None, "")
 
 
-def test_size(run: dict) -> int | None:
-    """The test split's size: a run directory's ``num_examples``, a record's breakdown by depth summed."""
-    if "num_examples" in run:
-        return run["num_examples"]["test"]
-    by_depth = run.get("test_by_depth")
-    return sum(cell["n"] for cell in by_depth.values()) if by_depth else None
-
-
 def answers(prefix: str = "", previous: dict | None = None) -> dict:
-    """Score every comparison from each experiment's runs (``runs_of``). An experiment with neither run
+    """Judge every comparison from each experiment's runs (``runs_of``). An experiment with neither run
     directories nor records keeps its rows and compute from ``previous`` (the essay.json written before),
-    when that holds any of its runs: it is *carried*, and ``sources`` says so."""
+    when that holds any of its runs: it is *carried*, judged again from its rows' accuracies (no predictions:
+    the unpaired rule), and ``sources`` says so."""
     previous = previous or {}
     kept = {r["experiment"] for r in previous.get("comparisons", []) if r["a_acc"] or r["b_acc"]}
     kept |= {name for name, c in previous.get("compute", {}).items() if c["runs"]}
@@ -162,41 +135,22 @@ def answers(prefix: str = "", previous: dict | None = None) -> dict:
             runs_by_exp[name], sources[name] = runs or [], source or "none"
     carried = [name for name in EXPERIMENTS if sources[name] == "carried"]
     every = [r for runs in runs_by_exp.values() for r in runs]
-    tests = [n for n in map(test_size, every) if n]
-    binomial = math.sqrt(0.25 / min(tests)) if tests else 0.0
-    if carried:
-        binomial = max(binomial, previous.get("binomial_floor", 0.0))
-    # every cell's seeds, once (a cell copied into several experiments, the default Transformer, counts once);
-    # a carried experiment's cells are those its rows compare
-    groups = {tuple(sorted(r["test_acc"] for r in g)) for runs in runs_by_exp.values() for g in cells(runs).values()}
-    groups |= {
-        tuple(sorted(row[side]))
-        for row in previous.get("comparisons", [])
-        if row["experiment"] in carried
-        for side in ("a_acc", "b_acc")
-        if row[side]
-    }
-    sigma = max(pooled_sd([list(g) for g in groups]) or 0.0, binomial)
+    sizes = [n for n in map(stats.test_size, every) if n] or [previous.get("test_examples") or 0]
+    test_examples = min(sizes) or None  # the carried rows' test split: the suite's
     rows = []
     for exp, what, a_want, b_want in COMPARISONS:
         if exp in carried:
-            rows.extend(dict(r) for r in previous["comparisons"] if r["experiment"] == exp and r["compared"] == what)
+            for r in previous["comparisons"]:
+                if r["experiment"] == exp and r["compared"] == what:
+                    cells = (stats.Cell(r[side], n=test_examples) for side in ("a_acc", "b_acc"))
+                    rows.append({**{k: r[k] for k in ("experiment", "compared", "a", "b", "a_acc", "b_acc")}})
+                    rows[-1].update(judged(*cells))
             continue
         a, b = matching(runs_by_exp[exp], a_want), matching(runs_by_exp[exp], b_want)
-        rows.append(
-            {
-                "experiment": exp,
-                "compared": what,
-                "a": a_want,
-                "b": b_want,
-                "a_acc": a,
-                "b_acc": b,
-                **verdict(a, b, sigma),
-            }
-        )
-    for row in rows:  # a carried row's verdict again, under this suite's sigma
-        if row["experiment"] in carried:
-            row.update(verdict(row["a_acc"], row["b_acc"], sigma))
+        row = {"experiment": exp, "compared": what, "a": a_want, "b": b_want}
+        row.update(a_acc=[r["test_acc"] for r in a], b_acc=[r["test_acc"] for r in b])
+        row.update(judged(stats.cell_of(a, test_examples), stats.cell_of(b, test_examples)))
+        rows.append(row)
     compute = {
         name: {"runs": len(runs), "train_hours": sum(r.get("train_seconds", 0) for r in runs) / 3600}
         for name, runs in runs_by_exp.items()
@@ -212,8 +166,7 @@ def answers(prefix: str = "", previous: dict | None = None) -> dict:
             )
             / 3600,
         },
-        "sigma_suite": sigma,
-        "binomial_floor": binomial,
+        "test_examples": test_examples,
         "comparisons": rows,
         "compute": compute,
     }
@@ -232,19 +185,22 @@ def _acc(values: list[float]) -> str:
 def report(result: dict, command: str, wall: float | None = None) -> str:
     lines = [
         f"Produced by `{command}` (suite `{result['suite']}`). A is the first setting named, B the second;",
-        "difference = mean(A) - mean(B) over seeds, in points of test accuracy. Noise = 2 sigma sqrt(1/n_A + 1/n_B),",
-        f"sigma = max(the two cells' pooled seed sd, the suite's pooled seed sd {100 * result['sigma_suite']:.2f} points",
-        f"(binomial floor of the test split {100 * result['binomial_floor']:.2f})).",
+        "difference = mean(A) - mean(B) over seeds, in points of test accuracy. Noise: the threshold of the one rule",
+        f"([docs/statistics.md]({'../' * (2 if result['suite'] != 'full' else 1)}statistics.md), `tools.stats`), Student's t at 5% times the standard error that counts",
+        "each cell's own seeds and the test examples; rule `paired`: over the examples both cells kept predictions for,",
+        f"`unpaired`: no predictions, each cell's binomial error on the {result['test_examples'] or '?'} test examples, not",
+        "divided by the seeds (conservative).",
         "",
-        "| experiment | A - B | A | B | difference | noise | answer |",
-        "|---|---|---|---|---|---|---|",
+        "| experiment | A - B | A | B | difference | noise | rule | answer |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in result["comparisons"]:
         diff = "–" if r["diff"] is None else f"{100 * r['diff']:+.1f}"
         noise = "–" if r["noise"] is None else f"{100 * r['noise']:.1f}"
         answer = {"A higher": "**A higher**", "B higher": "**B higher**"}.get(r["verdict"], r["verdict"])
         lines.append(
-            f"| {r['experiment']} | {r['compared']} | {_acc(r['a_acc'])} | {_acc(r['b_acc'])} | {diff} | {noise} | {answer} |"
+            f"| {r['experiment']} | {r['compared']} | {_acc(r['a_acc'])} | {_acc(r['b_acc'])} | {diff} | {noise} "
+            f"| {r.get('rule') or '–'} | {answer} |"
         )
     lines += ["", "**Compute** (training time summed over runs, one CPU thread per run)", ""]
     lines += ["| experiment | runs | training hours |", "|---|---|---|"]

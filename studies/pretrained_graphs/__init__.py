@@ -6,10 +6,15 @@ cell shown, "not run yet" where no run finished.
 
 The planned cells are read from ``conf/experiment/pretrained_graphs.yaml``'s grids (a cell: dataset, graph,
 other overrides; its seeds). A finished run is one with ``results.json``; a run still training shows its
-last finished epoch from ``metrics.csv``. Noise: two binomial standard errors of a test accuracy p on n
-test sentences, 2 sqrt(p (1 - p) / n). A graph's difference to the complete graph is a finding only beyond
-2 sqrt(se_graph^2 + se_complete^2) (both cells' binomial standard errors) and, where a cell has several
-seeds, beyond 2 sqrt(sd_graph^2 / n_graph + sd_complete^2 / n_complete) too.
+last finished epoch from ``metrics.csv``. A graph's difference to the complete graph is judged by
+``tools.stats.compare`` (docs/statistics.md): paired over the test sentences where both cells' runs kept
+their per-example predictions on one test split, else unpaired (each cell's binomial test error); the table
+names the rule of each row, and ``comparisons`` in the JSON holds every verdict. A single run's "test
+noise" is two binomial standard errors of its test accuracy p on n sentences, 2 sqrt(p (1 - p) / n): a
+description of one number, not a comparison.
+
+    python -m studies.pretrained_graphs --table-only   # the table and the JSON's verdicts again from the
+                                                       # committed docs/results/pretrained_graphs.json
 
 A run fine-tuned on GLUE SST-2's phrases (``dataset=sst2``) is also scored on binary SST's val and test
 sentences (``evaluate.py dataset=sst_binary``, run here once and kept in the run's ``eval/``), so that the
@@ -30,6 +35,8 @@ from pathlib import Path
 
 import yaml
 
+from tools.stats import Cell, Verdict, cell_of, compare
+
 ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENT = "pretrained_graphs"
 TARGETS = {"sst_binary": 90.0, "sst": 50.0, "trec": 95.0}  # issue 24's targets (test accuracy, %)
@@ -38,6 +45,7 @@ EPOCHS = 2
 NAMES = {"sst_binary": "binary SST", "sst": "SST-5", "trec": "TREC-6", "sst2": "GLUE SST-2 (dev as test)"}
 SKIP = ("dataset.data_dir", "trainer.resume", "experiment", "trainer.progress")
 TRANSFER = ("sst2", "sst_binary")  # a model trained on the first is also scored on the second's val and test
+RULE_PAGE = "[docs/statistics.md](../statistics.md)"  # the page that states the rule, linked from docs/results/
 
 
 def planned_cells(conf: Path) -> list[dict]:
@@ -86,6 +94,8 @@ def run_of(run_dir: Path) -> dict | None:
             n_test=r["num_examples"]["test"],
             n_train=r["num_examples"]["train"],
         )
+        if r.get("test_predictions"):  # one bit per test sentence: comparisons on one test split are paired
+            out["test_predictions"] = r["test_predictions"]
     for split in ("val", "test"):
         ev = run_dir / "eval" / f"{TRANSFER[1]}_{split}" / "eval.json"
         if ev.is_file():
@@ -160,8 +170,8 @@ def build(runs_dir: Path, conf: Path) -> dict:
 
 
 def stats(cell: dict) -> dict | None:
-    """Mean and std (%) of a cell's finished runs' test accuracies, their count, the mean binomial s.e., the
-    best validation accuracy (%) and the training seconds per example."""
+    """Mean and std (%) of a cell's finished runs' test accuracies, their count, the best validation accuracy
+    (%) and the training seconds per example."""
     done = [r for r in cell.get("runs", []) if r["finished"]]
     if not done:
         return None
@@ -173,18 +183,47 @@ def stats(cell: dict) -> dict | None:
         "mean": m,
         "sd": sd,
         "n": len(tests),
-        "se": noise(m / 100, done[0]["n_test"]) / 2,
         "best_val": 100 * max(r["best_val_acc"] for r in done),
         "s_per_example": per_ex,
     }
 
 
-def against_complete(a: dict, c: dict) -> tuple[float, float]:
-    """(difference, threshold) of a graph's cell against the complete graph's, both from :func:`stats`."""
-    threshold = 2 * math.sqrt(a["se"] ** 2 + c["se"] ** 2)
-    if a["n"] > 1 or c["n"] > 1:
-        threshold = max(threshold, 2 * math.sqrt(a["sd"] ** 2 / a["n"] + c["sd"] ** 2 / c["n"]))
-    return a["mean"] - c["mean"], threshold
+def stats_cell(cell: dict) -> Cell:
+    """A cell's finished runs as ``tools.stats`` reads them: their test accuracies, and their per-example
+    predictions where every run kept them, else the test split's size (the unpaired rule)."""
+    done = [r for r in cell.get("runs", []) if r["finished"]]
+    return cell_of(done, n=done[0]["n_test"]) if done else Cell([])
+
+
+def judge(a: dict, b: dict) -> Verdict:
+    """Cell ``a`` against cell ``b`` (cells of this study's JSON): ``tools.stats.compare``, the one rule."""
+    return compare(stats_cell(a), stats_cell(b))
+
+
+def verdict_text(v: Verdict, a: str, b: str) -> str:
+    """The verdict with the cells named: ``A higher`` -> ``{a} higher``, ``B higher`` -> ``{b} higher``."""
+    return {"A higher": f"{a} higher", "B higher": f"{b} higher"}.get(v.verdict, v.verdict)
+
+
+def judged_cells(v: Verdict) -> list[str]:
+    """A verdict's difference and noise in points, as the tables print them ('–' where there is none)."""
+    diff = f"{100 * v.diff:+.2f}" if v.diff is not None else "–"
+    return [diff, f"{100 * v.noise:.2f}" if v.noise is not None else "–"]
+
+
+def comparisons(data: dict) -> list[dict]:
+    """Every graph against the complete graph of its dataset, as the table judges it (for the JSON)."""
+    plain = plain_cells(data["cells"])
+    by = {(c["settings"]["dataset"], c["settings"]["graph"]): c for c in plain}
+    out = []
+    for (d, g), c in by.items():
+        ref = by.get((d, "complete"))
+        if g == "complete" or ref is None or not any(r["finished"] for r in c.get("runs", [])):
+            continue
+        if not any(r["finished"] for r in ref.get("runs", [])):
+            continue
+        out.append({"dataset": d, "graph": g, "against": "complete", **judge(c, ref).as_dict()})
+    return out
 
 
 def cell_text(cell: dict) -> str:
@@ -330,9 +369,14 @@ def _targets_section(plain: list[dict], transfer: list[dict]) -> list[str]:
     return lines
 
 
+def plain_cells(cells: list[dict]) -> list[dict]:
+    """The dataset x graph cells (no other setting), the phrase-trained transfer runs left out."""
+    return [c for c in cells if set(c["settings"]) <= {"dataset", "graph"} and c["settings"]["dataset"] != TRANSFER[0]]
+
+
 def markdown(data: dict, command: str) -> str:
     cells = data["cells"]
-    plain = [c for c in cells if set(c["settings"]) <= {"dataset", "graph"} and c["settings"]["dataset"] != TRANSFER[0]]
+    plain = plain_cells(cells)
     datasets = list(dict.fromkeys(c["settings"]["dataset"] for c in plain))
     graphs = list(dict.fromkeys(c["settings"]["graph"] for c in plain))
     lines = _grid_table(plain, datasets, graphs, command)
@@ -378,22 +422,27 @@ def learning_rate_section(plain: list[dict], others: list[dict], base_lr: str) -
 
 
 def against_complete_section(plain: list[dict], datasets: list[str], graphs: list[str]) -> list[str]:
-    """Each sparse graph against the complete graph of its dataset: the difference, its threshold, the cost."""
-    by = {(c["settings"]["dataset"], c["settings"]["graph"]): stats(c) for c in plain}
+    """Each sparse graph against the complete graph of its dataset: the difference, its noise, the verdict of
+    ``tools.stats.compare`` and its rule, the cost."""
+    cells = {(c["settings"]["dataset"], c["settings"]["graph"]): c for c in plain}
+    by = {key: stats(c) for key, c in cells.items()}
     lines = [
         "",
         "## Each graph against the complete graph",
         "",
-        "Difference in mean test accuracy (points) to the complete graph of the same dataset, and the threshold "
-        "it must clear to be a finding: 2 sqrt(se_graph² + se_complete²) with se the binomial standard error "
-        "of the cell's test accuracy, and, where a cell has several seeds, 2 sqrt(sd_graph²/n_graph + "
-        "sd_complete²/n_complete) too (the larger of the two). Cost: training seconds per example against the "
+        "Difference in mean test accuracy (points) to the complete graph of the same dataset, the noise it must "
+        f"clear to be a finding and the verdict, by the one rule of {RULE_PAGE} (`tools.stats.compare`: each "
+        "cell's seed variance over its seeds plus the test set's term, Student's t on Welch-Satterthwaite degrees "
+        "of freedom, two-sided 5%; a cell of one seed borrows the other cell's seed spread, two cells of one seed "
+        "each are not judged). `rule`: `paired` where both cells' runs kept their per-example test predictions, "
+        "else `unpaired` (each cell's binomial test error, not divided by its seeds). Cost: training seconds per "
+        "example against the "
         "complete graph's, from the runs' wall times on 2 cores shared with other jobs (so ±20% is timing noise; "
         "the ratios measured side by side on one batch are in [bench/results/cpu-2core/pretrained.md]"
         "(../../bench/results/cpu-2core/pretrained.md), `make bench`).",
         "",
-        "| dataset | graph | seeds (graph / complete) | difference | threshold | verdict | training time vs complete |",
-        "|---|---|---|---|---|---|---|",
+        "| dataset | graph | seeds (graph / complete) | difference | noise | verdict | rule | training time vs complete |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for d in datasets:
         c = by.get((d, "complete"))
@@ -403,11 +452,10 @@ def against_complete_section(plain: list[dict], datasets: list[str], graphs: lis
             a = by.get((d, g))
             if g == "complete" or a is None:
                 continue
-            diff, threshold = against_complete(a, c)
-            verdict = "within noise" if abs(diff) <= threshold else ("better" if diff > 0 else "worse")
+            v = judge(cells[(d, g)], cells[(d, "complete")])
             lines.append(
-                f"| {NAMES.get(d, d)} | {g} | {a['n']} / {c['n']} | {diff:+.2f} | {threshold:.2f} | {verdict} "
-                f"| {a['s_per_example'] / c['s_per_example']:.2f}× |"
+                f"| {NAMES.get(d, d)} | {g} | {a['n']} / {c['n']} | {' | '.join(judged_cells(v))} "
+                f"| {verdict_text(v, 'graph', 'complete')} | {v.rule or '–'} | {a['s_per_example'] / c['s_per_example']:.2f}× |"
             )
     return lines
 
@@ -488,16 +536,28 @@ def main(argv=None) -> int:
     parser.add_argument("--command", default=f"make experiment E={EXPERIMENT}")
     parser.add_argument("--sst-dir", default="../shared/data/sst", help="binary SST's folder, for the transfer rows")
     parser.add_argument("--no-transfer", action="store_true", help="do not score sst2 runs on binary SST")
+    parser.add_argument(
+        "--table-only",
+        action="store_true",
+        help="no run directories: the table and the verdicts again from the committed <out>/pretrained_graphs.json",
+    )
     args = parser.parse_args(argv)
     from engine.io import write_json
 
-    if not args.no_transfer and args.runs.is_dir():
-        score_transfer(args.runs, args.sst_dir)
-    data = build(args.runs, args.conf)
+    if args.table_only:
+        data = json.loads((args.out / f"{EXPERIMENT}.json").read_text())
+        data.pop("comparisons", None)
+    else:
+        if not args.no_transfer and args.runs.is_dir():
+            score_transfer(args.runs, args.sst_dir)
+        data = build(args.runs, args.conf)
     args.out.mkdir(parents=True, exist_ok=True)
-    write_json(args.out / f"{EXPERIMENT}.json", data)
+    write_json(args.out / f"{EXPERIMENT}.json", {**data, "comparisons": comparisons(data)})
     (args.out / f"{EXPERIMENT}.md").write_text(
         markdown(data, args.command) + f"\n![test accuracy by graph](../figures/{EXPERIMENT}.png)\n"
     )
+    if args.table_only:  # the figure is drawn from the same numbers: it stays as it is
+        print(f"saved {args.out / f'{EXPERIMENT}.md'} and {EXPERIMENT}.json")
+        return 0
     print(f"saved {args.out / f'{EXPERIMENT}.md'}, {plot(data, args.figures / f'{EXPERIMENT}.png')}")
     return 0

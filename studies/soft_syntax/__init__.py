@@ -4,12 +4,15 @@ against the complete graph and the hard dependency graph of ``pretrained_graphs`
 
     python -m studies.soft_syntax                  # multirun/soft_syntax -> docs/results/soft_syntax.{md,json}
     python -m studies.soft_syntax --runs DIR --out DIR --figures DIR
+    python -m studies.soft_syntax --table-only     # the table and the JSON's verdicts again from the committed
+                                                   # docs/results/soft_syntax.json (no run directories)
 
 The planned cells are read from ``conf/experiment/soft_syntax.yaml``'s grids; a cell no run finished says
 "not run yet". The complete and hard-dep rows are not retrained: they are the committed per-run numbers of
-``docs/results/pretrained_graphs.json`` (same recipe, seeds 0-2). Noise as ``studies/pretrained_graphs``:
-a difference is a finding only beyond the larger of 2 sqrt(se_a^2 + se_b^2) (binomial standard errors of the
-two cells' mean test accuracies) and, with several seeds, 2 sqrt(sd_a^2 / n_a + sd_b^2 / n_b).
+``docs/results/pretrained_graphs.json`` (same recipe, seeds 0-2). Each soft cell is judged against them by
+``tools.stats.compare`` (docs/statistics.md), the one rule: paired over the test sentences where both cells'
+runs kept their per-example predictions, else unpaired; the table names the rule, and ``comparisons`` in the
+JSON holds every verdict.
 
 The cost is measured side by side as well (``--time DATASET``: forward and backward of one training batch of
 32 validation sentences per cell, interleaved, the median and the fastest of the repeats, one thread) into
@@ -31,14 +34,18 @@ import yaml
 
 from studies.pretrained_graphs import (
     NAMES,
-    against_complete,
+    RULE_PAGE,
     cell_text,
     collect,
+    judge,
+    judged_cells,
     mean,
     noise,
     runs_section,
     stats,
+    verdict_text,
 )
+from tools.stats import Verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENT = "soft_syntax"
@@ -97,8 +104,28 @@ def main_cells(data: dict) -> list[dict]:
     return [c for c in data["cells"] if SCALE not in c["settings"] or c["settings"][SCALE] == chosen]
 
 
-def verdict(diff: float, threshold: float) -> str:
-    return "within noise" if abs(diff) <= threshold else ("better" if diff > 0 else "worse")
+REFERENCE_NAMES = {"complete": "complete", "dep": "hard dep"}  # the reference cells, as the table names them
+
+
+def judged(cells: list[dict], ref: dict) -> list[tuple[dict, dict[str, Verdict]]]:
+    """Each soft cell with its verdicts against the reference graphs it has (``tools.stats.compare``, soft
+    cell = A, reference = B), keyed by the reference's graph (``complete``, ``dep``)."""
+    out = []
+    for c in cells:
+        d = c["settings"]["dataset"]
+        out.append((c, {g: judge(c, ref[f"{d}/{g}"]) for g in REFERENCE_NAMES if f"{d}/{g}" in ref}))
+    return out
+
+
+def comparisons(data: dict) -> list[dict]:
+    """Every finished soft cell against the complete and the hard dep graph (for the JSON)."""
+    out = []
+    for c, verdicts in judged(main_cells(data), data["reference"]):
+        if stats(c) is None:
+            continue
+        for g, v in verdicts.items():
+            out.append({"settings": c["settings"], "against": g, **v.as_dict()})
+    return out
 
 
 def replay_table(data: dict, pretrained: dict, timing: dict | None = None, phrases: list[dict] | None = None) -> str:
@@ -304,31 +331,34 @@ def comparison_section(cells: list[dict], ref: dict) -> list[str]:
         "",
         "## Each soft cell against the complete graph and the hard dependency graph",
         "",
-        "Difference in mean test accuracy (points) and the threshold it must clear to be a finding: the larger "
-        "of 2 sqrt(se_a² + se_b²) (binomial standard errors) and, with several seeds, 2 sqrt(sd_a²/n_a + "
-        "sd_b²/n_b). Time: training seconds per example against the complete graph's (wall times on 2 cores "
+        "Difference in mean test accuracy (points), the noise it must clear to be a finding and the verdict, by "
+        f"the one rule of {RULE_PAGE} (`tools.stats.compare`: each cell's seed variance over its seeds plus the "
+        "test set's term, Student's t on Welch-Satterthwaite degrees of freedom, two-sided 5%). `rule`: `paired` "
+        "where both cells' runs kept their per-example test predictions, else `unpaired` (each cell's binomial "
+        "test error, not divided by its seeds); the complete and hard dep runs kept none. Time: training seconds "
+        "per example against the complete graph's (wall times on 2 cores "
         "shared with 4 other helpers' jobs, and the complete runs were timed under another load: this ratio can be "
         "off by 2× or more; the side-by-side measurement below is the cost).",
         "",
-        "| dataset | cell | seeds | vs complete | threshold | verdict | vs hard dep | threshold | verdict "
+        "| dataset | cell | seeds | vs complete | noise | verdict | vs hard dep | noise | verdict | rule "
         "| training time vs complete |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for c in cells:
+    for c, verdicts in judged(cells, ref):
         a = stats(c)
         d = c["settings"]["dataset"]
         if a is None:
-            lines.append(f"| {NAMES.get(d, d)} | {kind_of(c['settings'])} | 0 | not run yet | | | | | | |")
+            lines.append(f"| {NAMES.get(d, d)} | {kind_of(c['settings'])} | 0 | not run yet | | | | | | | |")
             continue
         row = [NAMES.get(d, d), kind_of(c["settings"]), str(a["n"])]
-        for g in ("complete", "dep"):
-            r = ref.get(f"{d}/{g}")
-            b = stats(r) if r else None
-            if b is None:
+        for g, name in REFERENCE_NAMES.items():
+            v = verdicts.get(g)
+            if v is None or v.diff is None:
                 row += ["–", "–", "no reference"]
                 continue
-            diff, threshold = against_complete(a, b)
-            row += [f"{diff:+.2f}", f"{threshold:.2f}", verdict(diff, threshold)]
+            row += [*judged_cells(v), verdict_text(v, "soft cell", name)]
+        rules = list(dict.fromkeys(v.rule for v in verdicts.values() if v.rule))
+        row.append(" / ".join(rules) or "–")
         comp = stats(ref[f"{d}/complete"]) if f"{d}/complete" in ref else None
         row.append(f"{a['s_per_example'] / comp['s_per_example']:.2f}×" if comp else "–")
         lines.append("| " + " | ".join(row) + " |")
@@ -518,6 +548,11 @@ def main(argv=None) -> int:
     parser.add_argument("--command", default=f"make experiment E={EXPERIMENT}")
     parser.add_argument("--time", metavar="DATASET", help="measure the cells' cost side by side on DATASET first")
     parser.add_argument("--data-dir", help="the dataset's folder for --time (default ../shared/data/<its folder>)")
+    parser.add_argument(
+        "--table-only",
+        action="store_true",
+        help="no run directories: the table and the verdicts again from the committed <out>/soft_syntax.json",
+    )
     args = parser.parse_args(argv)
     from engine.io import write_json
 
@@ -529,14 +564,20 @@ def main(argv=None) -> int:
         write_json(timing, measured)
         print(f"saved {timing}: {measured['vs_complete']}")
 
-    data = build(args.runs, args.conf, args.reference)
-    src = figure_run(data, args.runs)
-    if src is not None:
-        figure = plot_bias(src, args.figures / f"{EXPERIMENT}_bias.png")
-        data["figure_run"] = f"multirun/{EXPERIMENT}/{src.name}"
-        print(f"saved {figure}")
+    if args.table_only:  # the committed cells and runs; the figure stays as it is
+        data = json.loads((args.out / f"{EXPERIMENT}.json").read_text())
+        data.pop("comparisons", None)
+        data["reference"] = {f"{d}/{g}": c for (d, g), c in reference_cells(args.reference).items()}
+    else:
+        data = build(args.runs, args.conf, args.reference)
+        src = figure_run(data, args.runs)
+        if src is not None:
+            figure = plot_bias(src, args.figures / f"{EXPERIMENT}_bias.png")
+            data["figure_run"] = f"multirun/{EXPERIMENT}/{src.name}"
+            print(f"saved {figure}")
     args.out.mkdir(parents=True, exist_ok=True)
-    write_json(args.out / f"{EXPERIMENT}.json", {k: v for k, v in data.items() if k != "reference"})
+    kept = {k: v for k, v in data.items() if k != "reference"}
+    write_json(args.out / f"{EXPERIMENT}.json", {**kept, "comparisons": comparisons(data)})
     pretrained = json.loads(args.reference.read_text())["cells"] if args.reference.is_file() else []
     (args.out / f"{EXPERIMENT}.md").write_text(markdown(data, args.command, timing, pretrained))
     print(f"saved {args.out / f'{EXPERIMENT}.md'}")

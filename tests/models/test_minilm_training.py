@@ -273,8 +273,10 @@ def fake_run(tmp_dir, name, overrides, test_acc=None, val_acc=0.8, n_test=1821):
 
 
 def test_pretrained_graphs_compares_with_complete_and_chooses_the_phrase_run_on_validation(tmp_path, monkeypatch):
-    """The graph-vs-complete verdict uses the larger of the binomial and the seed thresholds; an sst2 run is
-    scored on binary SST's val and test (once) and wins the binary SST target only by its validation score."""
+    """The graph-vs-complete verdict is tools.stats.compare on the two cells (unpaired: no run kept per-example
+    predictions) and the table names its rule; ``--table-only`` draws the same table from the JSON alone; an
+    sst2 run is scored on binary SST's val and test (once) and wins the binary SST target only by its
+    validation score."""
     from studies import pretrained_graphs as pg
 
     runs = tmp_path / "runs"
@@ -311,8 +313,30 @@ def test_pretrained_graphs_compares_with_complete_and_chooses_the_phrase_run_on_
     assert all("dataset=sst_binary" in c and "dataset.data_dir='SST'" in c for c in calls)
     assert calls[0][2] == f"checkpoint='{sst2 / 'checkpoints' / 'best.pt'}'"
     md = (out / "pretrained_graphs.md").read_text()
-    # complete 87 ± 1, dep 84 ± 1 (3 seeds): binomial 2 sqrt(.788² + .859²) = 2.33 beats the seeds' 1.63
-    assert "| binary SST | dep | 3 / 3 | -3.00 | 2.33 | worse | 1.00× |" in md
+    # complete 87 ± 1, dep 84 ± 1 (3 seeds): seeds' variance 1²/3 each plus each cell's binomial p(1-p)/1821,
+    # on Welch-Satterthwaite's 36.6 degrees of freedom: noise 2.88, beyond it
+    from tools.stats import Cell, compare
+
+    v = compare(Cell((0.83, 0.84, 0.85), n=1821), Cell((0.87, 0.88, 0.86), n=1821))
+    assert (v.verdict, v.rule, f"{100 * v.noise:.2f}") == ("B higher", "unpaired", "2.88")
+    assert "| binary SST | dep | 3 / 3 | -3.00 | 2.88 | complete higher | unpaired | 1.00× |" in md
+    assert "[docs/statistics.md](../statistics.md)" in md
+    saved = json.loads((out / "pretrained_graphs.json").read_text())
+    judged = {(c["dataset"], c["graph"]): c for c in saved["comparisons"]}
+    assert judged[("sst_binary", "dep")] == {
+        "dataset": "sst_binary",
+        "graph": "dep",
+        "against": "complete",
+        **v.as_dict(),
+    }
+    assert judged[("sst_binary", "window")]["rule"] == "unpaired"  # one seed: borrows complete's seed spread
+    # --table-only: the same table and verdicts from the committed JSON alone
+    again = tmp_path / "again"
+    again.mkdir()
+    (again / "pretrained_graphs.json").write_text((out / "pretrained_graphs.json").read_text())
+    assert pg.main(["--table-only", "--out", str(again)]) == 0
+    assert (again / "pretrained_graphs.md").read_text() == md
+    assert json.loads((again / "pretrained_graphs.json").read_text()) == saved
     assert "| dataset=sst2,graph=complete,seed=0,trainer.max_epochs=1 | 93.00 | 91.00 | 89.50 | 90.50 |" in md
     assert "binary SST ≥ 90: 90.50 (dataset=sst2,graph=complete,seed=0,trainer.max_epochs=1, scored on binary SST" in md
     assert "1 seed; the best of 4 cells on validation, 89.50): met, by 0.50 points (within the ±1.37 noise)" in md

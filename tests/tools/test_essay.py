@@ -3,29 +3,25 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pytest
 import yaml
 
 from studies import essay
+from tools import stats
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_pooled_sd_and_the_noise_threshold():
-    assert essay.pooled_sd([[1.0], [2.0]]) is None  # no cell with two seeds: nothing to pool
-    # groups (1, 3) and (2, 4, 6): sum of squares 2 + 8 over 1 + 2 degrees of freedom
-    assert essay.pooled_sd([[1.0, 3.0], [2.0, 4.0, 6.0]]) == pytest.approx(math.sqrt(10 / 3))
-    v = essay.verdict([0.60, 0.61, 0.62], [0.50, 0.51, 0.52], sigma_suite=0.005)
-    assert v["sigma"] == pytest.approx(0.01)  # the pair's own seed sd beats the suite's
-    assert v["noise"] == pytest.approx(2 * 0.01 * math.sqrt(2 / 3))
-    assert v["diff"] == pytest.approx(0.10) and v["verdict"] == "A higher"
-    small = essay.verdict([0.50], [0.51], sigma_suite=0.01)  # 1 point against 2.8 points of noise
-    assert small["verdict"] == "no difference measurable here"
-    assert essay.verdict([0.4], [0.6], sigma_suite=0.01)["verdict"] == "B higher"
-    assert essay.verdict([], [0.6], sigma_suite=0.01)["verdict"] == "not run yet"
+def test_rows_are_judged_by_the_one_rule():
+    """A row's verdict is tools.stats.compare's on its cells: each cell's own seeds and the test examples."""
+    a, b = stats.Cell([0.60, 0.61, 0.62], n=10_000), stats.Cell([0.50, 0.51, 0.52], n=10_000)
+    v = essay.judged(a, b)
+    assert v == stats.compare(a, b).as_dict()
+    assert v["diff"] == pytest.approx(0.10) and v["verdict"] == "A higher" and v["rule"] == "unpaired"
+    assert essay.judged(stats.Cell([0.50], n=10_000), stats.Cell([0.51], n=10_000))["verdict"] == stats.NOT_JUDGED
+    assert essay.judged(stats.Cell([]), stats.Cell([0.6], n=10))["verdict"] == "not run yet"
 
 
 def _run(root: Path, exp: str, overrides: list[str], acc: float, test_n: int = 10000):
@@ -55,10 +51,10 @@ def test_answers_from_runs_on_disk(tmp_path, monkeypatch):
     rows = {(r["experiment"], r["compared"]): r for r in result["comparisons"]}
     tree = rows[("graph_choice", "transformer: tree - complete")]
     assert tree["a_acc"] == [0.66, 0.67, 0.68] and tree["diff"] == pytest.approx(0.09)
-    assert tree["verdict"] == "A higher"
-    assert result["sigma_suite"] == pytest.approx(0.01)  # both cells have sd 0.01
+    assert tree["verdict"] == "A higher" and tree["rule"] == "unpaired"  # run directories without predictions
+    assert result["test_examples"] == 10000
     heads = rows[("heads", "1 - 4 heads")]
-    assert heads["verdict"] == "no difference measurable here"  # 0.5 points against 2.8
+    assert heads["verdict"] == stats.NOT_JUDGED  # one seed a side
     assert rows[("aggregation", "tree: attention - max")]["verdict"] == "not run yet"
     assert result["compute"]["graph_choice"]["runs"] == 6
     assert result["compute"]["graph_choice"]["train_hours"] == pytest.approx(3.0, abs=0.01)
@@ -66,6 +62,7 @@ def test_answers_from_runs_on_disk(tmp_path, monkeypatch):
     assert essay.main(["--table-only"]) == 0
     text = (tmp_path / "docs" / "results" / "essay.md").read_text()
     assert "| graph_choice | transformer: tree - complete | 0.670 ± 0.010 (n=3) | 0.580 ± 0.010 (n=3) | +9.0 |" in text
+    assert "| unpaired | **A higher** |" in text
     assert "| **all** (a run directory copied into several experiments counts once) | 8 | 4.00 |" in text
 
 
@@ -76,33 +73,36 @@ def test_unknown_experiment_is_refused():
 
 @pytest.mark.parametrize("suite", ["", "small/"])
 def test_committed_answers_follow_from_their_own_accuracies(suite):
-    """Every verdict in docs/results/[small/]essay.json recomputes from the per-seed accuracies it
-    stores, with the formula in studies/essay's docstring."""
+    """Every unpaired verdict in docs/results/[small/]essay.json recomputes from the per-seed accuracies it
+    stores and its test split's size, by tools.stats.compare (a paired one needs the records' predictions:
+    the next test rescores those)."""
     path = ROOT / "docs" / "results" / suite / "essay.json"
     if not path.is_file():
         pytest.skip(f"{path} not committed")
     result = json.loads(path.read_text())
+    n = result["test_examples"]
     for row in result["comparisons"]:
-        again = essay.verdict(row["a_acc"], row["b_acc"], result["sigma_suite"])
+        if row.get("rule") == "paired":
+            continue
+        again = stats.compare(stats.Cell(row["a_acc"], n=n), stats.Cell(row["b_acc"], n=n)).as_dict()
         assert again["verdict"] == row["verdict"], row["compared"]
-        if row["diff"] is not None:
+        if row["noise"] is not None:
             assert again["diff"] == pytest.approx(row["diff"]) and again["noise"] == pytest.approx(row["noise"])
 
 
 def test_small_suite_rescored_from_its_committed_records_gives_the_committed_answers():
-    """docs/results/small/essay.json was scored from run directories; its per-run records
-    (docs/results/runs/small/) give the same cells, suite sigma and verdicts, with no run directory here."""
+    """docs/results/small/essay.json: its per-run records (docs/results/runs/small/) give the same cells, test
+    split and verdicts, with no run directory here."""
     committed = json.loads((ROOT / "docs" / "results" / "small" / "essay.json").read_text())
     assert not (ROOT / "multirun" / "small").exists() or pytest.skip("run directories here: not the records")
     again = essay.answers("small/")
     assert set(again["sources"].values()) == {"records"}
-    assert again["sigma_suite"] == pytest.approx(committed["sigma_suite"])
-    assert again["binomial_floor"] == pytest.approx(committed["binomial_floor"])
+    assert again["test_examples"] == committed["test_examples"] == 1000
     assert len(again["comparisons"]) == len(committed["comparisons"]) > 40
     for new, old in zip(again["comparisons"], committed["comparisons"]):
         assert (new["experiment"], new["compared"]) == (old["experiment"], old["compared"])
         assert new["a_acc"] == old["a_acc"] and new["b_acc"] == old["b_acc"], new["compared"]
-        assert new["verdict"] == old["verdict"], new["compared"]
+        assert (new["verdict"], new["rule"]) == (old["verdict"], old["rule"]), new["compared"]
     assert {n: c["runs"] for n, c in again["compute"].items()} == {
         n: c["runs"] for n, c in committed["compute"].items()
     }
@@ -126,14 +126,13 @@ def _record(root: Path, exp: str, overrides: list[str], acc: float, seconds: flo
 
 def test_records_score_an_experiment_and_the_rest_is_carried(tmp_path, monkeypatch):
     """No run directories: heads is scored from its records; graph_choice, neither on disk nor recorded, keeps
-    the rows of the essay.json before, its verdicts judged again under the new suite sigma; neural_syntax
+    the rows of the essay.json before, judged again by the unpaired rule on the suite's test size; neural_syntax
     (runs, no comparison) keeps its compute."""
     for seed, (one, four) in enumerate([(0.56, 0.60), (0.57, 0.61), (0.58, 0.62)]):
         _record(tmp_path, "heads", ["model.num_heads=1", f"seed={seed}"], one, 100.0 + seed)
         _record(tmp_path, "heads", ["model.num_heads=4", f"seed={seed}"], four, 200.0 + seed)
     previous = {
-        "binomial_floor": 0.005,
-        "sigma_suite": 0.002,
+        "test_examples": 10000,
         "compute": {
             "graph_choice": {"runs": 2, "train_hours": 1.0},
             "neural_syntax": {"runs": 3, "train_hours": 0.5},
@@ -144,25 +143,27 @@ def test_records_score_an_experiment_and_the_rest_is_carried(tmp_path, monkeypat
                 "compared": "gcn: complete - window",
                 "a": {},
                 "b": {},
-                "a_acc": [0.50],
-                "b_acc": [0.52],
-                **essay.verdict([0.50], [0.52], 0.002),
+                "a_acc": [0.50, 0.51],
+                "b_acc": [0.52, 0.53],
+                "diff": -0.02,
+                "noise": 0.012,
+                "verdict": "B higher",  # judged before by a laxer rule
             }
         ],
     }
-    assert previous["comparisons"][0]["verdict"] == "B higher"  # 2 points against 0.6 with sigma 0.2 points
     _run(tmp_path / "multirun", "heads", ["model.num_heads=1", "seed=0"], 0.50)  # a part trained here: fewer runs
     monkeypatch.setattr(essay, "ROOT", tmp_path)
     result = essay.answers("", previous)
     assert previous["comparisons"][0]["verdict"] == "B higher"  # the essay.json before is not changed
     assert result["sources"]["heads"] == "records" and result["sources"]["graph_choice"] == "carried"
     assert result["sources"]["neural_syntax"] == "carried" and result["sources"]["aggregation"] == "none"
-    assert result["sigma_suite"] == pytest.approx(0.01)  # the recorded cells' sd, not the carried 0.002
     rows = {(r["experiment"], r["compared"]): r for r in result["comparisons"]}
     heads = rows[("heads", "1 - 4 heads")]
     assert heads["a_acc"] == [0.56, 0.57, 0.58] and heads["diff"] == pytest.approx(-0.04)
     carried = rows[("graph_choice", "gcn: complete - window")]
-    assert carried["a_acc"] == [0.50] and carried["verdict"] == "no difference measurable here"  # 2 vs 2.8
+    # 2 points against t(0.975, ~2) x sqrt(0.00005 + 0.00005 + 2 x 0.25 / 10000): no finding any more
+    assert carried["a_acc"] == [0.50, 0.51] and carried["verdict"] == "no difference measurable here"
+    assert carried["rule"] == "unpaired" and carried["noise"] > 0.02
     assert ("graph_choice", "gat: tree - complete") not in rows  # only the rows it had
     assert result["compute"]["graph_choice"] == {"runs": 2, "train_hours": 1.0}
     assert result["compute"]["heads"]["runs"] == 6
@@ -171,3 +172,33 @@ def test_records_score_an_experiment_and_the_rest_is_carried(tmp_path, monkeypat
     stored = json.loads(json.dumps(result, sort_keys=True))  # as essay.json keeps it: keys sorted
     assert essay.table_from_json(stored) == essay.report(result, "make essay")  # what check_docs replays
     assert "- carried from the essay.json before" in text and ": graph_choice, neural_syntax" in text
+
+
+def test_records_with_predictions_are_judged_paired(tmp_path, monkeypatch):
+    """Records that kept their per-example test predictions on one split are compared example by example: the
+    row says ``paired`` and its verdict is compare's on the decoded predictions; a record without them sends
+    its rows back to the unpaired rule."""
+    import numpy as np
+
+    from engine.predictions import encode_correct
+
+    rng = np.random.default_rng(0)
+    labels = np.zeros(2000, dtype=int)
+    easy = rng.random(2000)
+    for seed in range(3):
+        for heads, p in (("1", 0.55), ("4", 0.60)):
+            right = easy < p + rng.normal(0, 0.005)
+            _record(tmp_path, "heads", [f"model.num_heads={heads}", f"seed={seed}"], right.mean(), 100.0)
+            path = tmp_path / "docs" / "results" / "runs" / "heads.jsonl"
+            lines = path.read_text().splitlines()
+            last = json.loads(lines[-1])
+            last["test_predictions"] = encode_correct(np.where(right, 0, 1), labels, "split")
+            path.write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
+    monkeypatch.setattr(essay, "ROOT", tmp_path)
+    row = {(r["experiment"], r["compared"]): r for r in essay.answers()["comparisons"]}[("heads", "1 - 4 heads")]
+    runs = [json.loads(line) for line in (tmp_path / "docs/results/runs/heads.jsonl").read_text().splitlines()]
+    one = stats.cell_of([r for r in runs if "model.num_heads=1" in r["overrides"]])
+    four = stats.cell_of([r for r in runs if "model.num_heads=4" in r["overrides"]])
+    assert one.correct.shape == (3, 2000)
+    assert row["rule"] == "paired" and row == {**row, **stats.compare(one, four).as_dict()}
+    assert row["verdict"] == "B higher"  # 5 points on the same easy examples

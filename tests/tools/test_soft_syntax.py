@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import torch
 
 from engine.checkpoint import save_checkpoint
+from engine.predictions import encode_correct
 from studies import soft_syntax as ss
+from tools.stats import Cell, compare
 
 BIAS = ["dataset=trec", "graph=complete", "model.structure_bias=dep"]
 GRIDS = """experiment_grids:
@@ -19,8 +22,9 @@ GRIDS = """experiment_grids:
 """
 
 
-def fake_run(runs, overrides, test_acc=None, val_acc=0.9, n_test=500, seconds=100.0, bias=None):
-    """A run directory as train.py leaves it: overrides, and results.json (and best.pt) when finished."""
+def fake_run(runs, overrides, test_acc=None, val_acc=0.9, n_test=500, seconds=100.0, bias=None, predictions=None):
+    """A run directory as train.py leaves it: overrides, and results.json (and best.pt) when finished, with its
+    per-example test predictions when given."""
     d = runs / ",".join(overrides)
     (d / ".hydra").mkdir(parents=True)
     (d / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in ["experiment=soft_syntax", *overrides]))
@@ -33,14 +37,17 @@ def fake_run(runs, overrides, test_acc=None, val_acc=0.9, n_test=500, seconds=10
             "train_seconds": seconds,
             "num_examples": {"train": 4952, "val": 500, "test": n_test},
         }
+        if predictions is not None:
+            results["test_predictions"] = predictions
         (d / "results.json").write_text(json.dumps(results))
         model = {"structure_bias": bias if bias is not None else torch.zeros(6, 7, 12)}
         save_checkpoint(d / "checkpoints" / "best.pt", model=model, config={}, vocab=[], num_classes=6, epoch=2)
     return d
 
 
-def reference(path, accs):
-    """A pretrained_graphs.json with TREC-6's complete and dep cells (3 seeds each)."""
+def reference(path, accs, predictions=None):
+    """A pretrained_graphs.json with TREC-6's complete and dep cells (3 seeds each), with each run's per-example
+    test predictions when ``predictions`` (graph -> one per seed) gives them."""
     cells = []
     for graph, tests in accs.items():
         runs = [
@@ -58,6 +65,9 @@ def reference(path, accs):
             }
             for s, t in enumerate(tests)
         ]
+        for s, run in enumerate(runs):
+            if predictions is not None:
+                run["test_predictions"] = predictions[graph][s]
         cells.append({"settings": {"dataset": "trec", "graph": graph}, "seeds_planned": [0, 1, 2], "runs": runs})
     path.write_text(json.dumps({"cells": cells, "runs": [], "base_lr": "3e-05"}))
     return path
@@ -99,15 +109,75 @@ def test_table_compares_with_complete_and_hard_dep_and_says_what_is_missing(tmp_
     assert "not run yet" in sst
     line = next(line for line in md.splitlines() if line.startswith("| TREC-6 | dep bias |"))
     cells = [c.strip() for c in line.strip("|").split("|")]
-    # vs complete: +2.00 against the binomial threshold 2 sqrt(se_a^2 + se_c^2) = 2.48 (the seeds' is smaller)
-    se_a, se_c = 100 * (0.97 * 0.03 / 500) ** 0.5, 100 * (0.95 * 0.05 / 500) ** 0.5
-    assert cells[3] == "+2.00" and cells[4] == f"{2 * (se_a**2 + se_c**2) ** 0.5:.2f}" == "2.48"
-    assert cells[5] == "within noise"
-    assert cells[6] == "+4.00" and cells[7] == "2.75" and cells[8] == "better" and cells[9] == "1.20×"
+    # each verdict is tools.stats.compare of the soft cell (A) and the reference (B): no run kept per-example
+    # predictions, so the unpaired rule (seeds' variance over 3 seeds, plus each cell's binomial term on 500)
+    soft = Cell([0.97, 0.968, 0.972], n=500)
+    for at, accs in ((3, (0.95, 0.952, 0.948)), (6, (0.93, 0.92, 0.94))):
+        v = compare(soft, Cell(accs, n=500))
+        assert cells[at : at + 2] == [f"{100 * v.diff:+.2f}", f"{100 * v.noise:.2f}"] and v.rule == "unpaired"
+    # vs complete: +2.00 inside its noise 2.45; vs hard dep: +4.00 beyond its 2.97
+    assert cells[3:] == [
+        "+2.00",
+        "2.45",
+        "no difference measurable here",
+        "+4.00",
+        "2.97",
+        "soft cell higher",
+        "unpaired",
+        "1.20×",
+    ]
+    assert "[docs/statistics.md](../statistics.md)" in md.split("| dataset | cell | seeds |")[0]
     assert "1000 is the best on validation but the grids use 100" in md
     assert (out / "soft_syntax_bias.png").is_file() and "soft_syntax_bias.png" in md
     saved = json.loads((out / "soft_syntax.json").read_text())
     assert saved["chosen_scale"] == "100" and saved["figure_run"].endswith("seed=0")
+    judged = {(c["settings"]["dataset"], ss.kind_of(c["settings"]), c["against"]): c for c in saved["comparisons"]}
+    assert set(judged) == {("trec", "dep bias", "complete"), ("trec", "dep bias", "dep")}  # finished cells only
+    assert judged[("trec", "dep bias", "dep")]["verdict"] == "A higher"
+    assert judged[("trec", "dep bias", "complete")]["noise"] == compare(soft, Cell((0.95, 0.952, 0.948), n=500)).noise
+    # --table-only: the same table and verdicts from the JSON alone (no run directories)
+    again = tmp_path / "again"
+    again.mkdir()
+    (again / "soft_syntax.json").write_text((out / "soft_syntax.json").read_text())
+    assert ss.main(["--table-only", "--reference", str(ref), "--out", str(again)]) == 0
+    assert (again / "soft_syntax.md").read_text() == md
+    assert json.loads((again / "soft_syntax.json").read_text()) == saved
+
+
+def bits(rng, acc, n=500):
+    """Per-example predictions of a run right on ``acc`` of ``n`` test questions (encoded as train.py keeps them)."""
+    right = np.zeros(n, dtype=bool)
+    right[rng.choice(n, round(acc * n), replace=False)] = True
+    return encode_correct(right, np.ones(n, dtype=bool), "trec test")
+
+
+def test_runs_that_kept_their_predictions_are_compared_example_by_example(tmp_path):
+    """Where the soft cell's and the reference's runs all kept per-example predictions on one test split, the
+    row's verdict is tools.stats.compare on those predictions (the paired rule), and the table says so."""
+    rng = np.random.default_rng(0)
+    accs = {"complete": (0.95, 0.952, 0.948), "dep": (0.93, 0.92, 0.94)}
+    preds = {g: [bits(rng, a) for a in tests] for g, tests in accs.items()}
+    runs = tmp_path / "runs"
+    soft_preds = [bits(rng, a) for a in (0.97, 0.968, 0.972)]
+    for seed, (acc, p) in enumerate(zip((0.97, 0.968, 0.972), soft_preds)):
+        fake_run(runs, [*BIAS, "model.structure_bias_lr_scale=100", f"seed={seed}"], acc, predictions=p)
+    ref = reference(tmp_path / "pg.json", accs, preds)
+    out, conf = tmp_path / "out", tmp_path / "soft_syntax.yaml"
+    conf.write_text(GRIDS)
+    assert ss.main(["--runs", str(runs), "--reference", str(ref), "--conf", str(conf), "--out", str(out)]) == 0
+    md = (out / "soft_syntax.md").read_text()
+    cells = [c.strip() for c in next(x for x in md.splitlines() if x.startswith("| TREC-6 | dep bias |")).split("|")]
+    from engine.predictions import decode_correct
+
+    def cell(accs, kept):
+        return Cell(accs, correct=np.stack([decode_correct(p) for p in kept]), fingerprint="trec test")
+
+    soft = cell((0.97, 0.968, 0.972), soft_preds)
+    for at, graph in ((4, "complete"), (7, "dep")):
+        v = compare(soft, cell(accs[graph], preds[graph]))
+        assert v.rule == "paired"
+        assert cells[at : at + 2] == [f"{100 * v.diff:+.2f}", f"{100 * v.noise:.2f}"]
+    assert cells[10] == "paired"
 
 
 def test_no_runs_no_reference_every_cell_not_run_yet(tmp_path):

@@ -1,0 +1,56 @@
+"""tools.queue: several experiments' missing runs, one run a part, shard by shard, and never an endless loop."""
+
+from __future__ import annotations
+
+import pytest
+
+from tools import experiment, queue, records
+
+PLAN = [["experiment=e", f"seed={s}", "trainer.resume=auto"] for s in range(4)]
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    """A plan of 4 runs; records held in a list the fake part appends to; every part's command line kept."""
+    state = {"records": [], "calls": []}
+    monkeypatch.setattr(experiment, "read", lambda name: {})
+    monkeypatch.setattr(experiment, "planned", lambda name, overrides: PLAN)
+    monkeypatch.setattr(records, "read", lambda name: list(state["records"]))
+
+    def part(cmd, cwd=None):
+        state["calls"].append(cmd)
+        shard = experiment.shard_of(cmd[cmd.index("--shard") + 1]) if "--shard" in cmd else (1, 1)
+        todo = queue.left_of("e", shard, redo_unpredicted="--redo-unpredicted" in cmd)
+        if todo and state.get("works", True):
+            run = todo[0]
+            state["records"] = [r for r in state["records"] if r["overrides"] != records.key_of(run)]
+            state["records"].append({"overrides": records.key_of(run), "test_predictions": {"n": 1}})
+        return 0
+
+    monkeypatch.setattr(queue.subprocess, "call", part)
+    return state
+
+
+def test_a_shard_trains_its_runs_one_a_part(fake):
+    assert queue.main(["e", "--shard", "2/2"]) == 0
+    assert [r["overrides"][1] for r in fake["records"]] == ["seed=1", "seed=3"]  # the 2nd of every 2
+    assert len(fake["calls"]) == 2 and all("--max-runs" in c and "1" in c for c in fake["calls"])
+
+
+def test_redo_unpredicted_retrains_only_records_without_predictions(fake):
+    fake["records"] = [
+        {"overrides": records.key_of(PLAN[0])},  # recorded before predictions were kept
+        {"overrides": records.key_of(PLAN[1]), "test_predictions": {"n": 1}},
+    ]
+    assert [run[1] for run in queue.left_of("e", (1, 1))] == ["seed=2", "seed=3"]
+    assert [run[1] for run in queue.left_of("e", (1, 1), redo_unpredicted=True)] == ["seed=0", "seed=2", "seed=3"]
+    assert queue.main(["e", "--redo-unpredicted"]) == 0
+    assert all(r.get("test_predictions") for r in fake["records"]) and len(fake["records"]) == 4
+    assert all("--redo-unpredicted" in c for c in fake["calls"])
+
+
+def test_a_part_that_records_nothing_does_not_loop(fake, capsys):
+    fake["works"] = False
+    assert queue.main(["e"]) == 0
+    assert len(fake["calls"]) == 1
+    assert "recorded nothing" in capsys.readouterr().out
