@@ -12,7 +12,11 @@ mean-pooled, L2-normalised one of ``tools.embed``). Then, per graph:
   (b) **a frozen probe**: multinomial logistic regression (torch, full batch L-BFGS) on the train
       embeddings (standardised with the train mean and std), its L2 strength chosen on dev from a small
       grid (the best dev accuracy; ties go to the stronger L2), and the chosen probe's test accuracy,
-      with the binomial noise 2·sqrt(p(1-p)/n) of a test accuracy p on n sentences.
+      with its binomial error bar 2·sqrt(p(1-p)/n) on n sentences (an error bar, not a test).
+  (c) **test accuracy against the complete graph's**, judged by ``tools.stats.compare`` (the repository's one
+      rule, docs/statistics.md): embeddings and probe are deterministic (no seeds), so both cells are
+      ``deterministic=True`` and only the test term counts, paired over the test sentences (each probe's
+      per-sentence right/wrong, ``test_correct``).
 
 Datasets: ``sst_binary`` (the treebank's own train/dev/test files with neutral roots dropped:
 6,920/872/1,821; the words are the treebank's tokens, PTB escapes undone as ``data/text.py`` does;
@@ -22,7 +26,9 @@ words are spaCy's tokens; there is no gold tree, so ``tree`` is the dependency t
 
 Embeddings are cached per (dataset, split, graph) under ``.cache/tagnn/graph_probe`` (the file name holds
 a hash of the sentences and the graph's settings), so a rerun only fits probes. Writes
-``<out>.json``, ``<out>.md`` and the figure.
+``<out>.json``, ``<out>.md`` and the figure. ``--rejudge`` runs no model: it judges every graph against the
+complete graph again from the per-sentence outcomes in ``<out>.json`` and writes it and the table again (the
+figure shows no verdict).
 """
 
 from __future__ import annotations
@@ -296,16 +302,22 @@ def accuracy(x: torch.Tensor, y: torch.Tensor, w: torch.Tensor, b: torch.Tensor)
     return float(((x @ w + b).argmax(-1) == y).double().mean())
 
 
-def paired_difference(correct_a, correct_b) -> tuple[float, float]:
-    """Accuracy of a minus accuracy of b on the same test sentences, and two standard errors of that
-    difference from the per-sentence paired outcomes (smaller than either accuracy's binomial noise
-    when the two classifiers agree on most sentences)."""
-    d = np.asarray(correct_a, dtype=float) - np.asarray(correct_b, dtype=float)
-    return float(d.mean()), 2.0 * float(np.sqrt(max(np.mean(d * d) - d.mean() ** 2, 0.0) / len(d)))
+def versus_complete(probe_g: dict, probe_complete: dict, dataset: str) -> dict:
+    """The graph's probe against the complete graph's, by ``tools.stats.compare``: two deterministic cells
+    (one value each, no seeds), paired over the test sentences by their per-sentence outcomes. Returns the
+    verdict's ``as_dict()``: ``diff`` (graph minus complete), ``noise`` (the threshold), ``verdict`` ("A higher":
+    the graph; "B higher": the complete graph), ``rule`` ("paired")."""
+    from tools.stats import Cell, compare
+
+    def cell(p: dict) -> Cell:
+        return Cell([p["test_acc"]], correct=p["test_correct"], fingerprint=f"{dataset}: test", deterministic=True)
+
+    return compare(cell(probe_g), cell(probe_complete)).as_dict()
 
 
 def noise(p: float, n: int) -> float:
-    """Two binomial standard errors of an accuracy p measured on n examples."""
+    """Two binomial standard errors of an accuracy p measured on n examples: the error bar of one accuracy
+    (table and figure), not a test of a difference (that is ``versus_complete``)."""
     return 2.0 * math.sqrt(p * (1.0 - p) / n)
 
 
@@ -387,9 +399,8 @@ def run_dataset(
     probes = {g: probe(*[(emb[g][s], splits[s].labels) for s in ("train", "dev", "test")]) for g in emb}
     for graph in graphs:
         p = probes[graph]
-        p["vs_complete"], p["vs_complete_noise"] = paired_difference(
-            p["test_correct"], probes["complete"]["test_correct"]
-        )
+        if graph != "complete":  # the reference itself
+            p["vs_complete"] = versus_complete(p, probes["complete"], name)
         c = {k: v for k, v in cos[graph].items() if k != "values"}
         result["graphs"][graph] = {
             "cosine_to_complete": c,
@@ -411,18 +422,26 @@ def run_dataset(
     return result
 
 
-def differences_line(res: dict) -> str:
-    """Which graphs' probe accuracy differs from the complete graph's beyond the paired noise."""
-    beyond, within = [], []
-    for graph, r in res["graphs"].items():
-        if graph == "complete":
-            continue
-        p = r["probe"]
-        text = f"{graph} {100 * p['vs_complete']:+.2f} (± {100 * p['vs_complete_noise']:.2f})"
-        (beyond if abs(p["vs_complete"]) > p["vs_complete_noise"] else within).append(text)
+VERDICT_WORDS = {"A higher": "graph higher", "B higher": "complete higher"}  # compare(graph, complete)
+
+
+def judged(name: str, res: dict) -> dict[str, dict]:
+    """Every graph but the complete one against the complete graph (``versus_complete``), judged again from the
+    per-sentence outcomes each time a table is drawn: the committed JSON's verdicts are not trusted as written."""
+    probes = {g: r["probe"] for g, r in res["graphs"].items()}
+    return {g: versus_complete(p, probes["complete"], name) for g, p in probes.items() if g != "complete"}
+
+
+def differences_line(name: str, res: dict) -> str:
+    """The graphs whose probe accuracy the rule finds lower or higher than the complete graph's, and the rest."""
+    lower, higher, level = [], [], []
+    for graph, v in judged(name, res).items():
+        text = f"{graph} {100 * v['diff']:+.2f} (noise {100 * v['noise']:.2f})"
+        {"B higher": lower, "A higher": higher}.get(v["verdict"], level).append(text)
     return (
-        f"Test accuracy vs the complete graph, beyond the paired noise: {', '.join(beyond) or 'none'}; "
-        f"within it: {', '.join(within) or 'none'}."
+        "Test accuracy against the complete graph, by `tools.stats.compare` (paired over the test sentences; "
+        f"[docs/statistics.md](../statistics.md)): lower: {', '.join(lower) or '—'}; higher: "
+        f"{', '.join(higher) or '—'}; no difference measurable here: {', '.join(level) or '—'}."
     )
 
 
@@ -447,21 +466,28 @@ def _dataset_section(name: str, res: dict) -> list[str]:
             else "."
         ),
         "",
-        "| graph | cos mean | p1 | p5 | p25 | p50 | min | probe L2 | dev acc | test acc | ± noise "
-        "| test − complete | ± paired noise | embed s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| graph | cos mean | p1 | p5 | p25 | p50 | min | probe L2 | dev acc | test acc | ± 2 s.e. "
+        "| test − complete | noise | verdict | rule | embed s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     if name in NOTES:
         lines[-2:-2] = [NOTES[name], ""]
+    verdicts = judged(name, res)
     for graph, r in res["graphs"].items():
         c, p = r["cosine_to_complete"], r["probe"]
+        v = verdicts.get(graph)
+        judged_cells = (
+            f"{100 * v['diff']:+.2f} | {100 * v['noise']:.2f} | {VERDICT_WORDS.get(v['verdict'], v['verdict'])} "
+            f"| {v['rule']}"
+            if v
+            else "+0.00 | – | the reference | –"
+        )
         lines.append(
             f"| {graph} | {c['mean']:.4f} | {c['p1']:.4f} | {c['p5']:.4f} | {c['p25']:.4f} | "
             f"{c['p50']:.4f} | {c['min']:.4f} | {p['l2']:g} | {100 * p['dev_acc']:.2f} | "
-            f"{100 * p['test_acc']:.2f} | {100 * p['test_noise']:.2f} | {100 * p['vs_complete']:+.2f} | "
-            f"{100 * p['vs_complete_noise']:.2f} | {r['embed_s']:.0f} |"
+            f"{100 * p['test_acc']:.2f} | {100 * p['test_noise']:.2f} | {judged_cells} | {r['embed_s']:.0f} |"
         )
-    return lines + ["", differences_line(res), ""]
+    return lines + ["", differences_line(name, res), ""]
 
 
 def write_markdown(results: dict, path: Path) -> None:
@@ -473,11 +499,12 @@ def write_markdown(results: dict, path: Path) -> None:
         "(lifted from words by data/wordpiece.py's rule). Embedding: mean-pooled, L2-normalised. "
         "Cosine: per test sentence, to the complete graph's embedding (1.0 = unchanged). Probe: logistic "
         "regression on standardised embeddings (L-BFGS, full batch), L2 strength chosen on dev from "
-        f"{', '.join(f'{v:g}' for v in L2_GRID)}; noise = 2·sqrt(p(1−p)/n) on test: two accuracies "
-        "closer than about the larger noise are not different. `test − complete`: the graph's test accuracy "
-        "minus the complete graph's, with two standard errors of the paired per-sentence difference (the "
-        "threshold for a difference: beyond it, the graph changes what the probe gets right). Embeddings "
-        "and probe are deterministic (no seeds: L-BFGS from zero). Wall time: loading, parsing, embedding "
+        f"{', '.join(f'{v:g}' for v in L2_GRID)}; `± 2 s.e.`: 2·sqrt(p(1−p)/n), the error bar of one test "
+        "accuracy, not a test of a difference. `test − complete`: the graph's test accuracy minus the complete "
+        "graph's, judged by `tools.stats.compare`, the rule of [docs/statistics.md](../statistics.md): "
+        "embeddings and probe are deterministic (no seeds: L-BFGS from zero), so only the test term counts, "
+        "paired over the test sentences (`rule`: paired); `noise` is its threshold (Student's t at the "
+        "two-sided 5% level), `verdict` what it finds. Wall time: loading, parsing, embedding "
         "every split on every graph (dense twin, 1 thread, 2 cores shared with other jobs) and the "
         "probes; `embed s` is each graph's share.",
         "",
@@ -545,6 +572,33 @@ def merge_results(path: Path, results: dict) -> dict:
     return merged
 
 
+def write_record(out: Path, record: dict) -> Path:
+    """``<out>.json``, with lists of numbers (per-sentence values) on one line each, written atomically."""
+    path = out.with_suffix(".json")
+    tmp = out.with_suffix(".json.tmp")
+    text = json.dumps(record, indent=1)
+    tmp.write_text(re.sub(r"\[\s+([^\[\]{}]*?)\s+\]", lambda m: "[" + " ".join(m.group(1).split()) + "]", text))
+    os.replace(tmp, path)
+    return path
+
+
+def rejudge(out: Path) -> dict:
+    """No model run: every graph of ``<out>.json`` judged again against the complete graph from its per-sentence
+    outcomes (``versus_complete``), then the JSON and the table written again (the figure shows no verdict)."""
+    path = out.with_suffix(".json")
+    record = json.loads(path.read_text())
+    for name, res in record["results"].items():
+        for graph, v in judged(name, res).items():
+            probe_g = res["graphs"][graph]["probe"]
+            probe_g.pop("vs_complete_noise", None)  # the rule before tools.stats: two paired standard errors
+            probe_g["vs_complete"] = v
+        res["graphs"]["complete"]["probe"].pop("vs_complete_noise", None)
+        res["graphs"]["complete"]["probe"].pop("vs_complete", None)
+    write_record(out, record)
+    write_markdown(record["results"], out.with_suffix(".md"))
+    return record
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", default="sst_binary", help=f"comma-separated: {', '.join(DATASETS)}")
@@ -556,8 +610,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="docs/results/pretrained_graphs_frozen", help="prefix of the .json and .md")
     parser.add_argument("--figure", default="docs/figures/pretrained_graphs_frozen.png")
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument(
+        "--rejudge", action="store_true", help="run no model: judge <out>.json again, write it and its table"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s: %(message)s", datefmt="%H:%M:%S")
+    if args.rejudge:
+        try:
+            rejudge(Path(args.out))
+        except (OSError, KeyError, json.JSONDecodeError) as err:
+            print(f"error: {args.out}.json: {err}", file=sys.stderr)
+            return 2
+        log.info("judged %s.json again; wrote %s.{json,md}", args.out, args.out)
+        return 0
     command = "python -m studies.graph_probe " + " ".join(argv if argv is not None else sys.argv[1:])
     start = time.time()
     try:
@@ -589,11 +654,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     results = merge_results(out.with_suffix(".json"), results)
-    record = {"l2_grid": list(L2_GRID), "results": results}
-    tmp = out.with_suffix(".json.tmp")
-    text = json.dumps(record, indent=1)  # lists of numbers (per-sentence values) on one line each:
-    tmp.write_text(re.sub(r"\[\s+([^\[\]{}]*?)\s+\]", lambda m: "[" + " ".join(m.group(1).split()) + "]", text))
-    os.replace(tmp, out.with_suffix(".json"))
+    write_record(out, {"l2_grid": list(L2_GRID), "results": results})
     write_markdown(results, out.with_suffix(".md"))
     write_figure(results, Path(args.figure))
     log.info("wrote %s.{json,md} and %s in %.1f min", out, args.figure, wall / 60)

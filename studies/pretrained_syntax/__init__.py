@@ -17,7 +17,10 @@ reported on TEST):
   label ``ROOT``) has no head word and is left out of every row, "all" included.
 * fixed offsets: "the head of word d is word d + k", k in +-1..+-12; a prediction outside the sentence is
   wrong. The same pair (d, h) is hit by offset k in both directions, so one offset row serves both.
-* a head "finds" a relation (:func:`finds`) only where it beats the offset by more than the binomial noise.
+* a head "finds" a relation (:func:`judge`) only where ``tools.stats.compare``, the repository's one rule
+  (docs/statistics.md), finds it above the offset: a fixed model has no training randomness, so both cells are
+  deterministic and only the test term counts; the tallies keep no per-word hits, so it is the unpaired binomial
+  term of each accuracy on the n test words (``rule: unpaired``), at the two-sided 5% level.
 * trees (:func:`max_arborescence`): Chu-Liu/Edmonds on word-level attention, root free (see there); the
   decoder's choices on the first ``--tree-val-sentences`` (300) dev sentences, since decoding every head
   in every mode is the cost (test is decoded in full).
@@ -32,13 +35,15 @@ word-level attention model, dispatched on the checkpoint's model name), ``--mode
     python -m studies.pretrained_syntax --model random --max-sentences 50 --out /tmp/ps   # a fake model
     python -m studies.pretrained_syntax --report docs/results/pretrained_syntax.json \
         --beside docs/results/pretrained_syntax_scratch.json --md docs/results/pretrained_syntax.md  # md only
+    python -m studies.pretrained_syntax --rejudge --report docs/results/pretrained_syntax.json \
+        --beside docs/results/pretrained_syntax_scratch.json --beside docs/results/pretrained_syntax_finetuned.json \
+        --md docs/results/pretrained_syntax.md --figures docs/figures   # no model: judge every row again
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import shlex
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -161,16 +166,33 @@ def choose_on(val_scores: Mapping, test_scores: Mapping | Callable) -> tuple:
     return best, test, val_scores[best]
 
 
-def binomial_noise(acc: float, offset_acc: float, n: int) -> float:
-    """``2 * sqrt(p * (1 - p) / n)`` with ``p = (acc + offset_acc) / 2``, the pooled accuracy of the two
-    predictors on the same n test words: twice the binomial standard error of one accuracy at p."""
-    p = (acc + offset_acc) / 2
-    return 2 * math.sqrt(p * (1 - p) / n)
+def judge(acc: float, offset_acc: float, n: int) -> dict:
+    """A head's accuracy against the offset's on the same n test words, by ``tools.stats.compare``: two
+    deterministic cells (a fixed model's head and a fixed rule, no training randomness: only the test term
+    counts). The tallies keep no per-word or per-sentence hits, so the test term is the unpaired binomial one of
+    each accuracy on n words. Returns ``diff`` (head minus offset), ``noise`` (the threshold), ``verdict``,
+    ``rule`` and ``finds`` (the rule finds the head above the offset)."""
+    from tools.stats import Cell, compare
+
+    v = compare(Cell([acc], n=n, deterministic=True), Cell([offset_acc], n=n, deterministic=True))
+    return {"diff": v.diff, "noise": v.noise, "verdict": v.verdict, "rule": v.rule, "finds": v.verdict == "A higher"}
 
 
 def finds(acc: float, offset_acc: float, n: int) -> bool:
-    """A head finds a relation only where ``acc - offset_acc > binomial_noise(acc, offset_acc, n)``."""
-    return acc - offset_acc > binomial_noise(acc, offset_acc, n)
+    """A head finds a relation only where the rule (:func:`judge`) finds its accuracy above the offset's."""
+    return judge(acc, offset_acc, n)["finds"]
+
+
+def rejudge(r: dict) -> dict:
+    """Every relation row (and the sister row) of one model's results judged again from its accuracies and n
+    (:func:`judge`): what the table shows, whatever rule wrote the JSON. Changes ``r`` and returns it."""
+    for row in r["relations"].values():
+        row.update(judge(row["acc"], row["offset_acc"], row["n"]))
+        row["finds_to_dependent"] = finds(row["to_dependent"]["acc"], row["offset_acc"], row["n"])
+    if "sister" in r:
+        s = r["sister"]
+        s.update(judge(s["acc"], s["offset_acc"], s["n"]))
+    return r
 
 
 def _grid(acc: np.ndarray) -> dict:
@@ -198,8 +220,7 @@ def relation_table(val: dict, test: dict, min_n: int = 100, offsets=OFFSETS) -> 
         k, off_acc, off_val = choose_on(dict(zip(offsets, (v["offsets"] / v["n"]).tolist())), off)
         best = row["to_head"]
         row.update(head=best["head"], acc=best["acc"], offset=int(k), offset_acc=off_acc, offset_val_acc=off_val)
-        row["noise"] = binomial_noise(best["acc"], off_acc, t["n"])
-        row["finds"] = finds(best["acc"], off_acc, t["n"])
+        row.update(judge(best["acc"], off_acc, t["n"]))  # diff, noise, verdict, rule, finds
         row["finds_to_dependent"] = finds(row["to_dependent"]["acc"], off_acc, t["n"])
         rows[rel] = row
     return rows
@@ -514,8 +535,7 @@ def sister_table(val: dict, test: dict, offsets=OFFSETS) -> dict:
         "val_acc": vacc,
         "offset": int(k),
         "offset_acc": off_acc,
-        "noise": binomial_noise(acc, off_acc, test["n"]),
-        "finds": finds(acc, off_acc, test["n"]),
+        **judge(acc, off_acc, test["n"]),  # diff, noise, verdict, rule, finds
     }
 
 
@@ -644,7 +664,7 @@ def format_report(r: dict) -> str:
 # plots
 # ------------------------------------------------------------------------------------------------
 def plot_relations(r: dict, path: Path) -> Path:
-    """Per relation: the best head's test accuracy (dependent -> head) beside the best offset's, the noise
+    """Per relation: the best head's test accuracy (dependent -> head) beside the best offset's, the rule's
     threshold as an error bar on the offset; a star where the head finds the relation."""
     from tools.common import pyplot
 
@@ -656,7 +676,7 @@ def plot_relations(r: dict, path: Path) -> Path:
     noise = [r["relations"][k]["noise"] for k in rels]
     fig, ax = plt.subplots(figsize=(max(5, 0.55 * len(rels) + 2), 3.6))
     ax.bar(x - 0.2, head, 0.4, label="best head (chosen on val)")
-    ax.bar(x + 0.2, off, 0.4, yerr=noise, capsize=2, label="best offset (chosen on val) ± noise")
+    ax.bar(x + 0.2, off, 0.4, yerr=noise, capsize=2, label="best offset (chosen on val) ± the rule's threshold")
     for i, k in enumerate(rels):
         label = f"{r['relations'][k]['head']}\n{r['relations'][k]['offset']:+d}"
         ax.text(
@@ -669,7 +689,7 @@ def plot_relations(r: dict, path: Path) -> Path:
     ax.set_xticks(x, [f"{k}\n(n={r['relations'][k]['n']})" for k in rels], fontsize=7)
     ax.set(ylim=(0, 1.15), ylabel="test accuracy")
     ax.legend(fontsize=7, loc="upper right")
-    ax.set_title(f"{r['model']}: most-attended word = dependency head (* beyond noise)", fontsize=9)
+    ax.set_title(f"{r['model']}: most-attended word = dependency head (* found by the rule)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -954,7 +974,7 @@ def _summary(main_r: dict, others: Sequence[dict]) -> list[str]:
     out = [
         "Reading (Clark et al.'s relations): "
         + ("a head finds " + "; ".join(cmp(r) for r in found) + ". " if found else "")
-        + ("No head beats the offset beyond noise for " + "; ".join(cmp(r) for r in missed) + ". " if missed else "")
+        + ("The rule finds no head above the offset for " + "; ".join(cmp(r) for r in missed) + ". " if missed else "")
         + f"{len(below)} of these {len(anchored)} rows score below BERT-base's best head"
         + (f" ({', '.join(below)})." if below else "."),
         "",
@@ -1007,8 +1027,11 @@ def _introduction(main_r: dict, others: list[dict]) -> list[str]:
         f"- Every choice (head, offset, tree decoder, k) on SST dev ({main_r['sentences']['val']} sentences), "
         f"every number on SST test ({main_r['sentences']['test']} sentences): `chosen_on: val` in the json.",
         "- Accuracy: how often the most-attended other word (dependent -> head) is the word's dependency head. "
-        "Offset: the best fixed offset 'the head is word i + k'. A head **finds** a relation only where it "
-        "beats the offset by more than the noise, 2 sqrt(p(1-p)/n) at the pooled accuracy p of the two.",
+        "Offset: the best fixed offset 'the head is word i + k'. A head **finds** a relation only where "
+        "`tools.stats.compare`, the rule of [docs/statistics.md](../statistics.md), finds it above the offset: "
+        "a fixed model and a fixed rule have no training randomness (deterministic cells), so only the test term "
+        "counts, and with no per-word hits kept it is the unpaired binomial term of each accuracy on the n test "
+        "words (`rule`: unpaired), at the two-sided 5% level; `noise` is that threshold.",
         "",
     ]
 
@@ -1019,8 +1042,8 @@ def _relations(main_r: dict, others: list[dict], rel_rows: dict) -> list[str]:
         "## Relations: the best head against the best offset",
         "",
         "| relation | n (test) | Clark BERT-base: head / offset | best head | acc | best offset | offset acc "
-        "| noise | finds | head->dep: head | acc |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| noise | finds | rule | head->dep: head | acc |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for rel, row in rel_rows.items():
         clark = " / ".join(f"{v:.1f}" for v in CLARK[rel]) if rel in CLARK else ""
@@ -1028,12 +1051,12 @@ def _relations(main_r: dict, others: list[dict], rel_rows: dict) -> list[str]:
         lines.append(
             f"| {rel} | {row['n']} | {clark} | {row['head']} | {_pct(row['acc'])} | {row['offset']:+d} "
             f"| {_pct(row['offset_acc'])} | {_pct(row['noise'])} | {'**yes**' if row['finds'] else 'no'} "
-            f"| {td['head']} | {_pct(td['acc'])} |"
+            f"| {row['rule']} | {td['head']} | {_pct(td['acc'])} |"
         )
     found = [rel for rel, row in rel_rows.items() if row["finds"]]
     return lines + [
         "",
-        f"Found beyond noise: {', '.join(found) if found else 'none'}.",
+        f"Found (the head above the offset by the rule): {', '.join(found) if found else 'none'}.",
         "",
         *_summary(main_r, others),
         "",
@@ -1144,8 +1167,8 @@ def _sister(models: list[dict]) -> list[str]:
         "definition), and how often the most-attended other word lies in it.",
         "",
         "| model | words | most-mass head | mass | uniform mass | best head | acc | best offset | offset acc "
-        "| noise | finds |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| noise | finds | rule |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in models:
         s = r.get("sister")
@@ -1153,14 +1176,18 @@ def _sister(models: list[dict]) -> list[str]:
             lines.append(
                 f"| {_label(r)} | {s['n']} | {s['mass_head']} | {_pct(s['mass'])} "
                 f"| {_pct(s['uniform_mass'])} | {s['acc_head']} | {_pct(s['acc'])} | {s['offset']:+d} "
-                f"| {_pct(s['offset_acc'])} | {_pct(s['noise'])} | {'**yes**' if s['finds'] else 'no'} |"
+                f"| {_pct(s['offset_acc'])} | {_pct(s['noise'])} | {'**yes**' if s['finds'] else 'no'} | {s['rule']} |"
             )
     return lines + [""]
 
 
 def markdown(results: Sequence[dict], fine_tuned: str = NOT_RUN) -> str:
     """docs/results/pretrained_syntax.md from the json of each model (the first: the pretrained encoder). A
-    json with ``fine_tuned`` (``--checkpoint`` of a train.py ``model=minilm`` run) fills the fine-tuned column."""
+    json with ``fine_tuned`` (``--checkpoint`` of a train.py ``model=minilm`` run) fills the fine-tuned column.
+    Every row is judged again (:func:`rejudge`, on copies): the table is the rule's verdict on the numbers."""
+    import copy
+
+    results = [rejudge(copy.deepcopy(r)) for r in results]
     main_r, others = results[0], list(results[1:])
     tuned = next((r for r in others if r.get("fine_tuned")), None)
     rel_rows = dict(sorted(main_r["relations"].items(), key=lambda kv: -kv[1]["n"]))  # json keys come sorted
@@ -1194,12 +1221,28 @@ def main(argv=None) -> int:
     parser.add_argument("--report", help="skip the analysis: write --md from this json (and --beside jsons)")
     parser.add_argument("--beside", action="append", default=[], help="another model's json, a column beside")
     parser.add_argument("--md", help="write the markdown report here")
+    parser.add_argument(
+        "--rejudge",
+        action="store_true",
+        help="with --report: judge every row of --report and --beside again (no model) and write them back; "
+        "with --figures, draw their relation figures again",
+    )
     args = parser.parse_args(argv)
     try:
         from engine.io import write_json
 
+        if args.rejudge and not args.report:
+            raise ValueError("--rejudge judges committed JSON again: name it with --report (and --beside)")
         if args.report:
             results = [json.loads(Path(p).read_text()) for p in [args.report, *args.beside]]
+            if args.rejudge:
+                for path, result in zip([args.report, *args.beside], results):
+                    write_json(path, rejudge(result))
+                    print(f"judged {path} again by tools.stats.compare")
+                    if args.figures:
+                        print(
+                            f"saved {plot_relations(result, Path(args.figures) / f'{Path(path).stem}_relations.png')}"
+                        )
         else:
             import time
 

@@ -52,11 +52,92 @@ def by_l2_correct(out, test):
     return out["test_correct"]
 
 
-def test_paired_difference_by_hand():
-    # a right on 3 of 4, b on 1 of 4, per-sentence difference [0, 1, 0, 1]: mean 0.5, variance 0.25
-    diff, noise = gp.paired_difference([1, 1, 0, 1], [1, 0, 0, 0])
-    assert diff == 0.5 and noise == pytest.approx(2 * np.sqrt(0.25 / 4))
-    assert gp.paired_difference([1, 0, 1], [1, 0, 1]) == (0.0, 0.0)  # the same outcomes: no difference, no noise
+# ---- the verdicts: tools.stats.compare, deterministic cells paired per sentence ------------------
+def a_probe(correct) -> dict:
+    return {"test_acc": float(np.mean(correct)), "test_correct": list(correct)}
+
+
+def test_versus_complete_is_compare_of_two_deterministic_cells_paired_per_sentence():
+    from tools.stats import Cell, compare
+
+    a, b = [1, 1, 0, 1], [1, 0, 0, 0]
+    v = gp.versus_complete(a_probe(a), a_probe(b), "toy")
+    cells = [Cell([np.mean(c)], correct=c, fingerprint="toy: test", deterministic=True) for c in (a, b)]
+    assert v == compare(*cells).as_dict()
+    # by hand: per-sentence difference [0, 1, 0, 1], mean 0.5, variance (ddof 1) 1/3, no seed term (deterministic),
+    # t(0.975, 3 df) = 3.182: noise 3.182 * sqrt(1/3 / 4) = 0.919, so 0.5 is no finding on 4 sentences
+    assert v["rule"] == "paired" and v["diff"] == 0.5 and v["df"] == 3
+    assert v["noise"] == pytest.approx(3.1824 * np.sqrt(1 / 3 / 4), rel=1e-4)
+    assert v["verdict"] == "no difference measurable here"
+    same = gp.versus_complete(a_probe([1, 0, 1]), a_probe([1, 0, 1]), "toy")
+    assert same["diff"] == 0.0 and same["noise"] == 0.0  # the same outcomes: no difference, no noise
+
+
+def test_pairing_sees_a_difference_the_binomial_rule_cannot():
+    # 1,000 sentences: b right on 800, a on the same 800 and 40 more. The unpaired binomial term (each
+    # accuracy's own) puts the threshold near 3.4 points; pairing sees that the two disagree on 40 sentences only.
+    from tools.stats import Cell, compare
+
+    b = np.r_[np.ones(800), np.zeros(200)]
+    a = b.copy()
+    a[800:840] = 1
+    v = gp.versus_complete(a_probe(a), a_probe(b), "toy")
+    unpaired = compare(Cell([a.mean()], n=1000, deterministic=True), Cell([b.mean()], n=1000, deterministic=True))
+    assert v["rule"] == "paired" and unpaired.rule == "unpaired"
+    assert v["noise"] < 0.5 * unpaired.noise < unpaired.noise < 0.04 < v["diff"] + 0.001
+    assert v["verdict"] == "A higher" and unpaired.verdict == "A higher"
+    a[800:830] = 0  # 10 more right only: 1 point, a finding paired (noise ~0.6) and not unpaired (~3.4)
+    v = gp.versus_complete(a_probe(a), a_probe(b), "toy")
+    assert v["verdict"] == "A higher" and v["noise"] < 0.01
+    unpaired = compare(Cell([a.mean()], n=1000, deterministic=True), Cell([b.mean()], n=1000, deterministic=True))
+    assert unpaired.verdict == "no difference measurable here"
+
+
+def results_for(tmp_path):
+    """A results dict of two graphs on 50 sentences, as run_dataset writes it (no model)."""
+    rng = np.random.default_rng(0)
+    comp = (rng.random(50) < 0.8).astype(int)
+    other = comp.copy()
+    other[:12] = 0
+    graphs = {}
+    for g, c in (("complete", comp), ("none", other)):
+        probe = {"l2": 0.1, "dev_acc": 0.8, "test_acc": float(c.mean()), "test_noise": gp.noise(c.mean(), 50)}
+        probe["test_correct"] = c.tolist()
+        cos = {k: 1.0 for k in ("mean", "p1", "p5", "p25", "p50", "min")}
+        graphs[g] = {"cosine_to_complete": cos, "probe": probe, "embed_s": 1.0, "cached": False}
+    return {"toy": {"sizes": {"train": 1, "dev": 1, "test": 50}, "graphs": graphs, "command": "c", "wall_s": 6.0}}
+
+
+def test_each_row_of_the_table_is_the_rules_verdict_on_its_cells(tmp_path):
+    results = results_for(tmp_path)
+    path = tmp_path / "t.md"
+    gp.write_markdown(results, path)
+    text = path.read_text()
+    v = gp.versus_complete(*(results["toy"]["graphs"][g]["probe"] for g in ("none", "complete")), "toy")
+    row = next(line for line in text.splitlines() if line.startswith("| none |")).split(" | ")
+    header = next(line for line in text.splitlines() if line.startswith("| graph |")).split(" | ")
+    cell = dict(zip(header, row))
+    assert cell["test − complete"] == f"{100 * v['diff']:+.2f}" and cell["noise"] == f"{100 * v['noise']:.2f}"
+    assert cell["verdict"] == gp.VERDICT_WORDS.get(v["verdict"], v["verdict"]) and cell["rule"] == "paired"
+    assert "[docs/statistics.md](../statistics.md)" in text  # the one page that states the rule
+    # the stored verdict is not trusted: a stale one in the JSON changes nothing in the table
+    results["toy"]["graphs"]["none"]["probe"]["vs_complete"] = {"diff": 0.5, "noise": 9.0, "verdict": "A higher"}
+    gp.write_markdown(results, path)
+    assert path.read_text() == text
+
+
+def test_rejudge_rewrites_the_json_and_the_table_from_per_sentence_outcomes(tmp_path):
+    import json
+
+    out = tmp_path / "frozen"
+    results = results_for(tmp_path)
+    results["toy"]["graphs"]["none"]["probe"].update(vs_complete=-0.24, vs_complete_noise=0.1)  # the rule before
+    gp.write_record(out, {"l2_grid": list(gp.L2_GRID), "results": results})
+    assert gp.main(["--rejudge", "--out", str(out)]) == 0
+    probe = json.loads(out.with_suffix(".json").read_text())["results"]["toy"]["graphs"]["none"]["probe"]
+    assert "vs_complete_noise" not in probe
+    assert probe["vs_complete"] == gp.versus_complete(probe, results["toy"]["graphs"]["complete"]["probe"], "toy")
+    assert "| none |" in out.with_suffix(".md").read_text()
 
 
 # ---- the cosine table -------------------------------------------------------------------------

@@ -104,23 +104,72 @@ def test_relation_table_chooses_heads_and_offsets_on_val():
     assert (row["head"], row["acc"], row["to_head"]["val_acc"]) == ("2-1", pytest.approx(0.7), pytest.approx(0.9))
     assert (row["offset"], row["offset_acc"]) == (-1, pytest.approx(0.3))
     assert row["chosen_on"] == "val" and row["n"] == 400
-    # p = (0.7 + 0.3) / 2 = 0.5: noise 2 * sqrt(0.25 / 400) = 0.05; 0.7 - 0.3 beats it
-    assert row["noise"] == pytest.approx(0.05) and row["finds"]
+    # tools.stats.compare, deterministic and unpaired: sqrt(0.7 * 0.3 / 400 * 2) = 0.0324, t(0.975, 399) = 1.966:
+    # noise 0.0637; 0.7 - 0.3 beats it
+    assert row["noise"] == pytest.approx(1.9659 * np.sqrt(0.21 / 400 * 2), rel=1e-4) and row["finds"]
+    assert (row["rule"], row["verdict"], row["diff"]) == ("unpaired", "A higher", pytest.approx(0.4))
     # the to_dependent grid is the rows reversed: val best (0, 0)... [[0.9,0.3],[0.1,0.2]] -> "1-1", test 0.7
     assert (row["to_dependent"]["head"], row["to_dependent"]["acc"]) == ("1-1", pytest.approx(0.7))
     # too few test words: no row
     assert ps.relation_table(val, test, min_n=401, offsets=offsets) == {}
 
 
-def test_binomial_noise_and_finds_by_hand():
-    # p = 0.5, n = 100: 2 * sqrt(0.25 / 100) = 2 * 0.05 = 0.1
-    assert ps.binomial_noise(0.6, 0.4, 100) == pytest.approx(0.1)
-    # p = 0.8, n = 100: 2 * sqrt(0.16 / 100) = 0.08
-    assert ps.binomial_noise(0.9, 0.7, 100) == pytest.approx(0.08)
-    assert ps.finds(0.6, 0.4, 100)  # 0.2 > 0.1
-    assert not ps.finds(0.54, 0.46, 100)  # 0.08 < 0.1
-    assert ps.finds(0.54, 0.46, 400)  # noise 0.05 < 0.08
-    assert not ps.finds(0.4, 0.6, 10000)  # below the offset: never
+def test_a_head_is_judged_by_compare_on_two_deterministic_cells():
+    from tools.stats import Cell, compare
+
+    for acc, off, n in ((0.6, 0.4, 100), (0.54, 0.46, 100), (0.54, 0.46, 250), (0.4, 0.6, 10000), (0.7, 0.7, 50)):
+        v = compare(Cell([acc], n=n, deterministic=True), Cell([off], n=n, deterministic=True))
+        got = ps.judge(acc, off, n)
+        assert got == {
+            "diff": v.diff,
+            "noise": v.noise,
+            "verdict": v.verdict,
+            "rule": "unpaired",
+            "finds": v.verdict == "A higher",
+        }
+        assert ps.finds(acc, off, n) == (v.verdict == "A higher")
+    # by hand, n = 100: sqrt((0.24 + 0.24) / 100) = 0.0693, t(0.975, 99) = 1.984: noise 0.137 < 0.2
+    assert ps.judge(0.6, 0.4, 100)["noise"] == pytest.approx(1.9842 * np.sqrt(0.0048), rel=1e-4)
+    assert ps.finds(0.6, 0.4, 100)
+    assert not ps.finds(0.54, 0.46, 100)  # 0.08 < 0.14
+    # n = 250: 0.08 beats the rule before (2 sqrt(0.25 / 250) = 0.063) but not this one, which counts each
+    # accuracy's own binomial term: 1.970 sqrt(2 * 0.2484 / 250) = 0.088
+    assert not ps.finds(0.54, 0.46, 250) and ps.judge(0.54, 0.46, 250)["noise"] == pytest.approx(0.0878, abs=2e-4)
+    assert ps.finds(0.54, 0.46, 400)  # noise 0.069
+    assert not ps.finds(0.4, 0.6, 10000)  # below the offset: never found, even where the rule sees "B higher"
+    assert ps.judge(0.4, 0.6, 10000)["verdict"] == "B higher"
+
+
+def test_each_row_of_the_page_is_the_rules_verdict_on_its_numbers():
+    base = json.loads((ROOT / "docs" / "results" / "pretrained_syntax.json").read_text())
+    stale = json.loads(json.dumps(base))
+    for row in stale["relations"].values():  # a JSON written by the rule before: its verdicts are not trusted
+        row.update(noise=0.0, finds=True, rule="before")
+    md = ps.markdown([stale])
+    assert md == ps.markdown([base])
+    lines = md.splitlines()
+    header = next(line for line in lines if line.startswith("| relation | n (test)")).split(" | ")
+    for rel, row in base["relations"].items():
+        cells = dict(zip(header, next(line for line in lines if line.startswith(f"| {rel} |")).split(" | ")))
+        v = ps.judge(row["acc"], row["offset_acc"], row["n"])
+        assert cells["noise"] == f"{100 * v['noise']:.1f}" and cells["rule"] == "unpaired", rel
+        assert cells["finds"] == ("**yes**" if v["finds"] else "no"), rel
+    assert "[docs/statistics.md](../statistics.md)" in md
+
+
+def test_rejudge_writes_the_rules_verdicts_into_the_json(tmp_path, capsys):
+    base = json.loads((ROOT / "docs" / "results" / "pretrained_syntax.json").read_text())
+    for row in base["relations"].values():
+        row.update(noise=0.0, finds=True)
+    path = tmp_path / "ps.json"
+    path.write_text(json.dumps(base))
+    assert ps.main(["--rejudge", "--report", str(path), "--md", str(tmp_path / "ps.md")]) == 0
+    got = json.loads(path.read_text())
+    for row in got["relations"].values():
+        assert {k: row[k] for k in ("diff", "noise", "verdict", "rule", "finds")} == ps.judge(
+            row["acc"], row["offset_acc"], row["n"]
+        )
+    assert ps.main(["--rejudge"]) == 2 and "--report" in capsys.readouterr().err
 
 
 def _brute_force(S):

@@ -1,0 +1,112 @@
+"""tools.verdicts: every comparison the prose pages (listops, long_range, real_sentences) state is
+``tools.stats.compare`` on its two cells, read from the committed records; the committed JSON is what they give."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tools import replay, verdicts
+from tools.stats import NOT_JUDGED, Cell, compare
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def data():
+    return verdicts.load(ROOT)
+
+
+@pytest.fixture(scope="module")
+def committed():
+    return json.loads((ROOT / "docs/results/verdicts.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def fresh(data):
+    """What the tool makes of the committed records now (the committed JSON must equal it: the first test)."""
+    return json.loads(json.dumps(verdicts.compute(data)))
+
+
+def seeds_of(experiment: str, overrides: str) -> tuple[list[float], int]:
+    """The test accuracies of one cell's seeds and its test size, read from the records here, not by the tool."""
+    want = set(overrides.split("; "))
+    accs, sizes = [], set()
+    for line in (ROOT / f"docs/results/runs/{experiment}.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        if {o for o in r["overrides"] if not o.startswith(("experiment=", "seed="))} == want:
+            accs.append(r["test_acc"])
+            sizes.add(sum(b["n"] for b in r["test_by_length"].values()))
+    assert len(sizes) == 1
+    return accs, sizes.pop()
+
+
+def test_the_committed_json_is_what_the_records_give(data, committed):
+    assert json.loads(json.dumps(verdicts.compute(data))) == committed
+
+
+def test_each_row_is_compare_on_its_two_cells(fresh):
+    checked = 0
+    for c in verdicts.COMPARISONS:
+        if not isinstance(c, verdicts.Comparison) or not isinstance(c.a, verdicts.Records):
+            continue
+        (a, na), (b, nb) = seeds_of(c.a.experiment, c.a.overrides), seeds_of(c.b.experiment, c.b.overrides)
+        v = compare(Cell(a, n=na), Cell(b, n=nb))
+        row = fresh["pages"][c.page][c.name]
+        assert (row["diff"], row["noise"], row["verdict"], row["rule"]) == (v.diff, v.noise, v.verdict, v.rule), c.name
+        assert (row["a"]["k"], row["b"]["k"], row["a"]["n"], row["b"]["n"]) == (len(a), len(b), na, nb)
+        checked += 1
+    assert checked >= 30
+
+
+def test_one_seed_a_side_is_not_judged_and_a_single_seed_borrows_the_other_cells_spread(fresh):
+    listops = fresh["pages"]["listops"]
+    for name in ("gat: tree - complete", "complete: gat - gcn", "tree: transformer - gcn", "window: gat - gcn"):
+        row = listops[name]
+        assert (row["a"]["k"], row["b"]["k"], row["verdict"], row["noise"], row["rule"]) == (1, 1, NOT_JUDGED, None, "")
+    # the Transformer's tree (1 seed) against its complete graph (3 seeds): judged, with the 3 seeds' spread
+    row = listops["transformer: tree - complete"]
+    assert (row["a"]["k"], row["b"]["k"], row["rule"]) == (1, 3, "unpaired") and row["noise"] > 0
+    # ListOps' test: 10,000 expressions, read from the records
+    assert row["a"]["n"] == row["b"]["n"] == 10_000
+
+
+def test_long_range_cells_read_the_lengths_table_and_its_set_sizes(data, fresh):
+    from studies import long_range
+
+    lengths = json.loads((ROOT / "docs/results/long_range_lengths.json").read_text())
+    arity = verdicts.Lengths("treelstm binary / binary_tree (trained with 2-10 arguments)", "LRA 1-100").cell(data)
+    runs = [r for r in lengths["runs"] if long_range.label(r) == arity_row()]
+    assert arity.accs == [r["sets"]["LRA 1-100"]["accuracy"] for r in runs] and arity.n == 975
+    row = fresh["pages"]["long_range"]["deep sets: own test - LRA 1-100"]
+    assert (row["a"]["n"], row["b"]["n"], row["a"]["k"]) == (10_000, 1_000, 2)
+    ours = verdicts.Lengths("recursive deepsets / tree", "own test 1-100").cell(data)
+    lra = verdicts.Lengths("recursive deepsets / tree", "LRA 1-100").cell(data)
+    assert row["verdict"] == compare(ours, lra).verdict == "A higher"
+
+
+def arity_row() -> str:
+    return "treelstm binary / binary_tree (trained with 2-10 arguments)"
+
+
+def test_a_family_counts_the_findings_of_its_pairs(data, fresh):
+    fam = next(c for c in verdicts.COMPARISONS if isinstance(c, verdicts.Family) and c.name.startswith("sst:"))
+    assert len(fam.pairs) == 17 * 16 // 2  # every pair of SST-5's 17 cells
+    found = [compare(a.cell(data), b.cell(data)) for a, b in fam.pairs]
+    row = fresh["pages"]["real_sentences"][fam.name]
+    assert row["pairs"] == len(found) and row["findings"] == sum(v.finding for v in found)
+
+
+def test_check_docs_replays_the_table_and_says_when_the_json_is_stale(committed):
+    table = next(t for t in replay.tables(ROOT) if t.table == "docs/results/verdicts.md")
+    assert table.sources[0] == "docs/results/verdicts.json" and set(verdicts.sources()) <= set(table.sources)
+    assert replay.compare(ROOT, table) == []
+    text = (ROOT / "docs/results/verdicts.md").read_text()
+    assert "[docs/statistics.md](../statistics.md)" in text and "| unpaired |" in text
+    stale = json.loads(json.dumps(committed))
+    stale["pages"]["listops"]["complete: gat - gcn"]["verdict"] = "A higher"  # a verdict edited by hand
+    records = verdicts.load(ROOT)
+    assert verdicts.replay(stale, *records.values()).startswith(verdicts.STALE)
+    assert verdicts.replay(committed, *records.values()) == text

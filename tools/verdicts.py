@@ -1,0 +1,383 @@
+"""The verdicts the prose pages state, judged by ``tools.stats.compare`` from committed records.
+
+    python -m tools.verdicts            # writes docs/results/verdicts.json and docs/results/verdicts.md
+
+``docs/listops.md``, ``docs/long_range.md`` and ``docs/real_sentences.md`` compare cells of ``make experiment``'s
+tables in their prose ("the gold tree does not beat the complete graph", "one seed each"). Each comparison such a
+sentence states is one line of ``COMPARISONS`` below: the page, a name, and its two cells. A cell is read from
+committed per-run data:
+
+- ``Records(experiment, overrides)``: the runs of ``docs/results/runs/<experiment>.jsonl`` whose overrides, but
+  ``experiment=`` and ``seed=``, are exactly ``overrides`` (``"graph=complete; model=gat"``): one test accuracy a
+  seed, and N, the test set's size, from each record's ``test_by_length`` counts;
+- ``Lengths(row, test_set)``: the runs of ``docs/results/long_range_lengths.json`` that its table shows in row
+  ``row``, scored on ``test_set`` (N from the run's ``num_examples`` there).
+
+A ``Family`` judges every pair of a list (the prose's "no two cells differ") and keeps the count of findings.
+
+Every pair is judged by ``tools.stats.compare``, the repository's one rule (docs/statistics.md): one seed a side is
+not judged; with seeds, each cell's own seed variance over its seeds plus the test-set term, which here is the
+unpaired binomial one of each cell (these records keep no per-example predictions), at the two-sided 5% level.
+The JSON is what the pages' ``<!-- ref: docs/results/verdicts.json > ... -->`` comments read; the table
+(``docs/results/verdicts.md``) is drawn from the records again by ``tools.check_docs`` (``tools.replay.TABLES``),
+and says that the JSON is stale when it no longer equals what the records give.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from tools.stats import NOT_JUDGED, Cell, compare
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = Path("docs/results/verdicts")
+RUNS = "docs/results/runs"
+LENGTHS = "docs/results/long_range_lengths.json"
+COMMAND = "python -m tools.verdicts"
+STALE = (
+    "**docs/results/verdicts.json is stale**: it differs from what the records give; run `python -m tools.verdicts`."
+)
+
+
+@dataclass(frozen=True)
+class Records:
+    """The seeds of one cell of ``make experiment``'s records."""
+
+    experiment: str
+    overrides: str
+
+    @property
+    def source(self) -> str:
+        return f"{RUNS}/{self.experiment}.jsonl"
+
+    @property
+    def label(self) -> str:
+        return f"{self.experiment}: {self.overrides}"
+
+    def cell(self, data: dict) -> Cell:
+        want = sorted(o.strip() for o in self.overrides.split(";") if o.strip())
+        runs = [
+            r
+            for r in data[self.source]
+            if sorted(o for o in r["overrides"] if not o.startswith(("experiment=", "seed="))) == want
+        ]
+        if not runs:
+            raise ValueError(f"{self.source}: no run with the overrides {'; '.join(want)}")
+        sizes = {sum(b["n"] for b in r["test_by_length"].values()) for r in runs}
+        if len(sizes) != 1:
+            raise ValueError(f"{self.label}: its runs were tested on sets of {sorted(sizes)} examples")
+        return Cell([r["test_acc"] for r in sorted(runs, key=lambda r: r["seed"])], n=sizes.pop())
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """The seeds of one row of ``docs/results/long_range_lengths.md``, on one of its test sets."""
+
+    row: str
+    test_set: str
+    source = LENGTHS
+
+    @property
+    def label(self) -> str:
+        return f"long_range_lengths: {self.row}, {self.test_set}"
+
+    def cell(self, data: dict) -> Cell:
+        from studies import long_range
+
+        runs = [r for r in data[self.source]["runs"] if long_range.label(r) == self.row and self.test_set in r["sets"]]
+        if not runs:
+            raise ValueError(f"{self.source}: no run in row {self.row!r} scored on {self.test_set!r}")
+        sizes = {r["sets"][self.test_set]["num_examples"] for r in runs}
+        if len(sizes) != 1:
+            raise ValueError(f"{self.label}: its runs were tested on sets of {sorted(sizes)} examples")
+        return Cell([r["sets"][self.test_set]["accuracy"] for r in runs], n=sizes.pop())
+
+
+@dataclass(frozen=True)
+class Comparison:
+    page: str  # the key under "pages": the page's name without docs/ and .md
+    name: str
+    a: Records | Lengths
+    b: Records | Lengths
+
+
+@dataclass(frozen=True)
+class Family:
+    """Every pair of ``pairs`` judged; the page states how many the rule finds a difference in."""
+
+    page: str
+    name: str
+    pairs: tuple[tuple[Records, Records], ...]
+
+
+def every_pair(experiment: str, cells: list[str]) -> tuple[tuple[Records, Records], ...]:
+    return tuple((Records(experiment, a), Records(experiment, b)) for a, b in itertools.combinations(cells, 2))
+
+
+def grid(models: tuple[str, ...], graphs: tuple[str, ...], have: set[tuple[str, str]] | None = None) -> list[str]:
+    return [f"graph={g}; model={m}" for m in models for g in graphs if have is None or (m, g) in have]
+
+
+SYNC = ("gcn", "gat", "transformer")
+SST_GRAPHS = ("complete", "tree", "dep", "window", "none")
+SST_CELLS = grid(SYNC, SST_GRAPHS) + grid(("treelstm",), ("tree", "dep"))
+
+
+def tree_vs_complete(experiment: str, trees: tuple[str, ...]) -> tuple[tuple[Records, Records], ...]:
+    """Each tree cell (gold tree, dependency tree) against its model's complete graph and the complete-graph
+    Transformer (the Tree-LSTM, which has no complete graph, against the Transformer only)."""
+    pairs = []
+    for model in (*SYNC, "treelstm"):
+        for graph in trees:
+            cell = Records(experiment, f"graph={graph}; model={model}")
+            if model != "treelstm":
+                pairs.append((cell, Records(experiment, f"graph=complete; model={model}")))
+            if model != "transformer":
+                pairs.append((cell, Records(experiment, "graph=complete; model=transformer")))
+    return tuple(pairs)
+
+
+def R(experiment: str, overrides: str) -> Records:
+    return Records(experiment, overrides)
+
+
+LS = "listops_scale"
+COMPARISONS: list[Comparison | Family] = [
+    # docs/listops.md, "Every model at the published scale"
+    Comparison("listops", "transformer: tree - complete", R(LS, "graph=tree; model=transformer"),
+               R(LS, "graph=complete; model=transformer")),
+    Comparison("listops", "gat: tree - complete", R(LS, "graph=tree; model=gat"), R(LS, "graph=complete; model=gat")),
+    Comparison("listops", "complete: gat - gcn", R(LS, "graph=complete; model=gat"), R(LS, "graph=complete; model=gcn")),
+    Comparison("listops", "tree: transformer - gcn", R(LS, "graph=tree; model=transformer"),
+               R(LS, "graph=tree; model=gcn")),
+    Comparison("listops", "window: gat - gcn", R(LS, "graph=window; model=gat"), R(LS, "graph=window; model=gcn")),
+    # docs/long_range.md, "Length generalisation"
+    Comparison("long_range", "LRA 501-1999: deep sets - transformer complete",
+               Lengths("recursive deepsets / tree", "LRA 501-1999"), Lengths("transformer / complete", "LRA 501-1999")),
+    Comparison("long_range", "LRA 501-1999: tree-lstm - transformer complete",
+               Lengths("treelstm binary / binary_tree", "LRA 501-1999"),
+               Lengths("transformer / complete", "LRA 501-1999")),
+    Comparison("long_range", "deep sets: own test - LRA 1-100", Lengths("recursive deepsets / tree", "own test 1-100"),
+               Lengths("recursive deepsets / tree", "LRA 1-100")),
+    Comparison("long_range", "tree-lstm: own test - LRA 1-100",
+               Lengths("treelstm binary / binary_tree", "own test 1-100"),
+               Lengths("treelstm binary / binary_tree", "LRA 1-100")),
+    Comparison("long_range", "LRA 501-1999: tree-lstm - tree-lstm trained with 2-10 arguments",
+               Lengths("treelstm binary / binary_tree", "LRA 501-1999"),
+               Lengths("treelstm binary / binary_tree (trained with 2-10 arguments)", "LRA 501-1999")),
+    Comparison("long_range", "own test: bpt - complete", Lengths("transformer / bpt", "own test 1-100"),
+               Lengths("transformer / complete", "own test 1-100")),
+    Comparison("long_range", "LRA 501-1999: complete - bpt", Lengths("transformer / complete", "LRA 501-1999"),
+               Lengths("transformer / bpt", "LRA 501-1999")),
+    # docs/real_sentences.md: TREC-6
+    Comparison("real_sentences", "trec transformer: dep - complete", R("trec", "graph=dep; model=transformer"),
+               R("trec", "graph=complete; model=transformer")),
+    Comparison("real_sentences", "trec gat: dep - complete", R("trec", "graph=dep; model=gat"),
+               R("trec", "graph=complete; model=gat")),
+    Comparison("real_sentences", "trec gcn: dep - complete", R("trec", "graph=dep; model=gcn"),
+               R("trec", "graph=complete; model=gcn")),
+    Comparison("real_sentences", "trec: treelstm dep - transformer complete", R("trec", "graph=dep; model=treelstm"),
+               R("trec", "graph=complete; model=transformer")),
+    # SST-5
+    Family("real_sentences", "sst: every pair of cells", every_pair("sst", SST_CELLS)),
+    *(
+        Comparison("real_sentences", f"sst {m}: tree - complete", R("sst", f"graph=tree; model={m}"),
+                   R("sst", f"graph=complete; model={m}"))
+        for m in ("transformer", "gat", "gcn")
+    ),
+    Comparison("real_sentences", "sst_tai sst: phrase labels - sentence labels",
+               R("sst_tai", "dataset=sst; trainer.phrase_loss=True"),
+               R("sst_tai", "dataset=sst; trainer.phrase_loss=False")),
+    # binary SST
+    Family("real_sentences", "sst_binary: every pair of synchronous cells", every_pair("sst_binary", grid(SYNC, SST_GRAPHS))),
+    *(
+        Comparison("real_sentences", f"sst_binary {m}: tree - complete", R("sst_binary", f"graph=tree; model={m}"),
+                   R("sst_binary", f"graph=complete; model={m}"))
+        for m in ("transformer", "gat", "gcn")
+    ),
+    Comparison("real_sentences", "sst_binary: treelstm tree - gat complete", R("sst_binary", "graph=tree; model=treelstm"),
+               R("sst_binary", "graph=complete; model=gat")),
+    Comparison("real_sentences", "sst_binary: treelstm dep - gat complete", R("sst_binary", "graph=dep; model=treelstm"),
+               R("sst_binary", "graph=complete; model=gat")),
+    Comparison("real_sentences", "sst_binary: treelstm dep - gcn none", R("sst_binary", "graph=dep; model=treelstm"),
+               R("sst_binary", "graph=none; model=gcn")),
+    Comparison("real_sentences", "sst_tai sst_binary: phrase labels - sentence labels",
+               R("sst_tai", "dataset=sst_binary; trainer.phrase_loss=True"),
+               R("sst_tai", "dataset=sst_binary; trainer.phrase_loss=False")),
+    # the model x graph grids with GloVe
+    Family("real_sentences", "sst_binary_glove: trees - complete", tree_vs_complete("sst_binary_glove", ("tree", "dep"))),
+    Family("real_sentences", "sst5_glove: trees - complete", tree_vs_complete("sst5_glove", ("tree", "dep"))),
+    Family("real_sentences", "trec_glove: dep - complete", tree_vs_complete("trec_glove", ("dep",))),
+    Comparison("real_sentences", "sst_binary_glove: treelstm tree - transformer none",
+               R("sst_binary_glove", "graph=tree; model=treelstm"), R("sst_binary_glove", "graph=none; model=transformer")),
+    *(
+        Comparison("real_sentences", f"trec_glove {m}: dep - complete", R("trec_glove", f"graph=dep; model={m}"),
+                   R("trec_glove", f"graph=complete; model={m}"))
+        for m in ("transformer", "gat")
+    ),
+    Comparison("real_sentences", "sst5_glove: treelstm tree - transformer none",
+               R("sst5_glove", "graph=tree; model=treelstm"), R("sst5_glove", "graph=none; model=transformer")),
+    Comparison("real_sentences", "sst5_glove gat: window - none", R("sst5_glove", "graph=window; model=gat"),
+               R("sst5_glove", "graph=none; model=gat")),
+    Comparison("real_sentences", "sst5_glove gcn: complete - none", R("sst5_glove", "graph=complete; model=gcn"),
+               R("sst5_glove", "graph=none; model=gcn")),
+    *(
+        Comparison("real_sentences", f"trec_glove {m}: {g} - none", R("trec_glove", f"graph={g}; model={m}"),
+                   R("trec_glove", f"graph=none; model={m}"))
+        for m in ("transformer", "gat", "gcn")
+        for g in ("complete", "dep", "window")
+    ),
+    Comparison("real_sentences", "trec transformer none: glove - scratch", R("trec_glove", "graph=none; model=transformer"),
+               R("trec", "graph=none; model=transformer")),
+]  # fmt: skip
+
+
+def sources() -> tuple[str, ...]:
+    """Every committed file a cell is read from, in a fixed order."""
+    found = set()
+    for c in COMPARISONS:
+        pairs = c.pairs if isinstance(c, Family) else ((c.a, c.b),)
+        found |= {side.source for pair in pairs for side in pair}
+    return tuple(sorted(found))
+
+
+def load(root: Path = ROOT) -> dict:
+    """The committed files ``sources()`` names, parsed (a ``.jsonl`` as its list of records)."""
+    out = {}
+    for rel in sources():
+        text = (root / rel).read_text()
+        out[rel] = (
+            [json.loads(x) for x in text.splitlines() if x.strip()] if rel.endswith(".jsonl") else json.loads(text)
+        )
+    return out
+
+
+def side(spec: Records | Lengths, cell: Cell) -> dict:
+    return {"cell": spec.label, "k": cell.k, "mean": cell.mean, "n": cell.n}
+
+
+def judge(a: Records | Lengths, b: Records | Lengths, data: dict) -> dict:
+    """One comparison by ``tools.stats.compare``: both cells, A − B, its noise (threshold), verdict and rule."""
+    ca, cb = a.cell(data), b.cell(data)
+    v = compare(ca, cb)
+    return {"a": side(a, ca), "b": side(b, cb), "diff": v.diff, "noise": v.noise, "verdict": v.verdict, "rule": v.rule}
+
+
+def family(f: Family, data: dict) -> dict:
+    judged = [judge(a, b, data) for a, b in f.pairs]
+    findings = [j for j in judged if j["verdict"] in ("A higher", "B higher")]
+    return {
+        "pairs": len(judged),
+        "not_judged": sum(j["verdict"] == NOT_JUDGED for j in judged),
+        "findings": len(findings),
+        "largest_gap": max(abs(j["diff"]) for j in judged),
+        "smallest_noise": min(j["noise"] for j in judged if j["noise"] is not None),
+        "rules": sorted({j["rule"] for j in judged if j["rule"]}),
+        "found": [{"a": j["a"]["cell"], "b": j["b"]["cell"], "diff": j["diff"], "noise": j["noise"]} for j in findings],
+    }
+
+
+def compute(data: dict) -> dict:
+    """Every comparison and family of ``COMPARISONS`` judged from ``data`` (``load()``)."""
+    pages: dict[str, dict] = {}
+    for c in COMPARISONS:
+        pages.setdefault(c.page, {})[c.name] = family(c, data) if isinstance(c, Family) else judge(c.a, c.b, data)
+    return {
+        "command": COMMAND,
+        "rule": "tools.stats.compare (docs/statistics.md)",
+        "sources": list(sources()),
+        "pages": pages,
+    }
+
+
+def _pts(x: float | None, sign: bool = False) -> str:
+    return "–" if x is None else f"{100 * x:{'+' if sign else ''}.1f}"
+
+
+def markdown(result: dict) -> str:
+    """``docs/results/verdicts.md``: a table per page, every row a comparison its prose states."""
+    lines = [
+        "# Verdicts the prose pages state",
+        "",
+        f"Produced by `{result['command']}` from the committed records ({', '.join(f'`{s}`' for s in result['sources'])}). "
+        "Every row is `tools.stats.compare` on its two cells, the rule of [docs/statistics.md](../statistics.md): "
+        "one seed a side is not judged; otherwise each cell's own seed variance over its seeds plus the test-set "
+        "term, Student's t on the Welch-Satterthwaite degrees of freedom at the two-sided 5% level. `noise` is that "
+        "threshold, in points; `rule` names the test-set term: unpaired (each cell's binomial variance on its N test "
+        "examples, not divided by the seeds), since these records keep no per-example predictions. A = the first "
+        "cell, B = the second; k = seeds.",
+    ]
+    for page, rows in result["pages"].items():
+        single = {k: v for k, v in rows.items() if "verdict" in v}
+        families = {k: v for k, v in rows.items() if "pairs" in v}
+        lines += ["", f"## {page} ([docs/{page}.md](../{page}.md))", ""]
+        if single:
+            lines += [
+                "| comparison | A | k | B | k | N (A, B) | A − B | noise | verdict | rule |",
+                "|---|---|---|---|---|---|---|---|---|---|",
+            ]
+            for name, v in single.items():
+                a, b = v["a"], v["b"]
+                n = f"{a['n']:,}" if a["n"] == b["n"] else f"{a['n']:,}, {b['n']:,}"
+                lines.append(
+                    f"| {name} | {a['cell']} | {a['k']} | {b['cell']} | {b['k']} | {n} | {_pts(v['diff'], True)} "
+                    f"| {_pts(v['noise'])} | {v['verdict']} | {v['rule'] or '–'} |"
+                )
+        if families:
+            lines += [
+                "",
+                "Families: every pair judged the same way; the findings listed.",
+                "",
+                "| family | pairs | not judged | findings | largest gap | smallest noise | rule | found |",
+                "|---|---|---|---|---|---|---|---|",
+            ]
+            for name, f in families.items():
+                found = "; ".join(
+                    f"{x['a']} − {x['b']} {_pts(x['diff'], True)} (noise {_pts(x['noise'])})" for x in f["found"]
+                )
+                lines.append(
+                    f"| {name} | {f['pairs']} | {f['not_judged']} | {f['findings']} | {_pts(f['largest_gap'])} "
+                    f"| {_pts(f['smallest_noise'])} | {', '.join(f['rules']) or '–'} | {found or '–'} |"
+                )
+    return "\n".join(lines) + "\n"
+
+
+def replay(committed: dict, *data: object) -> str:
+    """What ``tools.check_docs`` compares ``docs/results/verdicts.md`` with: the table drawn from the records
+    (``data``, in the order of ``sources()``), and a first line saying so when the committed JSON differs."""
+    fresh = compute(dict(zip(sources(), data)))
+    text = markdown(fresh)
+    if json.loads(json.dumps(fresh)) != committed:
+        text = STALE + "\n\n" + text
+    return text
+
+
+def write(root: Path = ROOT, out: Path = OUT) -> dict:
+    from engine.io import write_json, write_text
+
+    result = compute(load(root))
+    write_json(root / out.with_suffix(".json"), result)
+    write_text(root / out.with_suffix(".md"), markdown(result))
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.parse_args(argv)
+    result = write()
+    for page, rows in result["pages"].items():
+        for name, v in rows.items():
+            if "verdict" in v:
+                print(f"{page:15s} {name:62s} {_pts(v['diff'], True):>6s} noise {_pts(v['noise']):>5s}  {v['verdict']}")
+            else:
+                print(f"{page:15s} {name:62s} {v['findings']} findings of {v['pairs']} pairs")
+    print(f"wrote {OUT}.json and {OUT}.md")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
