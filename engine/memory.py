@@ -88,7 +88,7 @@ def runs_dense(config: ModelConfig, construction: GraphConstruction, n: int, dev
     ``dense_min_density`` of the padded pairs. ``devices``: (the model's, the graphs'), or a ``Placement``;
     ``config``: the model's typed config."""
     impl = config.impl
-    if family_of(config.name).memory == "one_pass" or impl == "sparse":
+    if family_of(config.name).memory == "one_pass" or impl in ("sparse", "torch_sparse"):
         return False
     model_device, graphs = devices.devices if isinstance(devices, Placement) else devices
     width = nodes_per_graph(construction, n)

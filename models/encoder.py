@@ -33,6 +33,7 @@ from models.dense import DenseGraph, to_dense
 from models.embeddings import EmbeddingOptions, len_of, make_embedding
 from models.knn import rebuild, rebuild_dense
 from models.registry import ModelFamily, build_model, register_family, typed_fields  # noqa: F401  (build_model: re-exported)
+from models.torch_mp import EdgeGraph
 
 READOUTS = ("mean", "root", "cls")
 POSITIONAL = ("sinusoidal", "none") + STRUCTURAL_PE
@@ -73,10 +74,17 @@ class Block(nn.Module):
         )
         self.norm2 = nn.LayerNorm(dim) if ffn else None
 
-    def aggregate(self, g: dgl.DGLGraph | DenseGraph, h: torch.Tensor) -> torch.Tensor:
+    def aggregate(self, g: dgl.DGLGraph | DenseGraph | EdgeGraph, h: torch.Tensor) -> torch.Tensor:
         if isinstance(g, DenseGraph):  # the dense twin: h is (B, n, d)
             return self.aggregator.forward_dense(h, g)
-        return self.aggregator(g, h)  # message passing: h is (N, d)
+        if isinstance(g, EdgeGraph):  # message passing in stock torch (models/torch_mp.py): h is (N, d)
+            if not hasattr(self.aggregator, "forward_edges"):
+                raise ValueError(
+                    f"{type(self.aggregator).__name__} has no forward_edges (message passing in stock torch): "
+                    "use model.impl=dense, or model.impl=sparse where DGL reaches the model's device"
+                )
+            return self.aggregator.forward_edges(h, g)
+        return self.aggregator(g, h)  # DGL's message passing: h is (N, d)
 
     def combine(self, h: torch.Tensor, message: torch.Tensor) -> torch.Tensor:
         """h + message (residual), or GRU(message, h) (gated), for (N, d) or (B, n, d) tensors."""
@@ -84,7 +92,7 @@ class Block(nn.Module):
             return h + message
         return self.gru(message.reshape(-1, h.shape[-1]), h.reshape(-1, h.shape[-1])).view_as(h)
 
-    def forward(self, g: dgl.DGLGraph | DenseGraph, h: torch.Tensor) -> torch.Tensor:
+    def forward(self, g: dgl.DGLGraph | DenseGraph | EdgeGraph, h: torch.Tensor) -> torch.Tensor:
         if self.norm_type == "pre":
             h = self.combine(h, self.dropout(self.aggregate(g, self.norm1(h))))  # (N, d) or (B, n, d)
             if self.ffn is not None:
@@ -102,14 +110,15 @@ class GraphEncoder(nn.Module):
     ``construction`` is the one the batches were built with (``data.graphs.GraphConstruction``);
     the encoder needs it only for a dynamic construction (kNN), whose edges it rebuilds from each layer's
     features, and to know a complete graph when it sees one. ``impl`` picks how aggregation runs:
-    ``sparse`` (DGL message passing), ``dense`` (padded batch + adjacency mask, ``models/dense.py``)
-    or ``auto``: ``engine.placement`` decides (on the CPU, dense when edges / (B * n_max^2), the share of the
-    padded batch's n x n pairs that are edges, is at least ``dense_min_density``; on a GPU, dense up to
-    ``GPU_DENSE_MAX_NODES`` nodes per graph; dense whenever DGL cannot follow the model to its device).
-    Both impls share every parameter.
+    ``sparse`` (DGL message passing; in stock torch where DGL cannot follow the model to its device),
+    ``torch_sparse`` (message passing in stock torch, ``models/torch_mp.py``, anywhere), ``dense`` (padded
+    batch + adjacency mask, ``models/dense.py``) or ``auto``: ``engine.placement`` decides (on the CPU, dense
+    when edges / (B * n_max^2), the share of the padded batch's n x n pairs that are edges, is at least
+    ``dense_min_density``; on a GPU, dense up to ``GPU_DENSE_MAX_NODES`` nodes per graph; dense whenever DGL
+    cannot follow the model to its device). All impls share every parameter.
     """
 
-    impl: str  # sparse | dense | auto (models.registry.Model: evaluate.py's impl= sets it)
+    impl: str  # sparse | dense | auto | torch_sparse (models.registry.Model: evaluate.py's impl= sets it)
 
     def __init__(
         self,
@@ -160,7 +169,8 @@ class GraphEncoder(nn.Module):
         return self.construction is not None and self.construction.dynamic
 
     def choose_impl(self, g: dgl.DGLGraph) -> str:
-        """sparse or dense for this batch: ``engine.placement.choose_impl`` decides (see the class docstring)."""
+        """sparse, dense or torch_sparse for this batch: ``engine.placement.choose_impl`` decides (see the class
+        docstring)."""
 
         def n_max() -> int:  # nodes of the largest graph (asked on a GPU only)
             return int(g.batch_num_nodes().max())
@@ -170,7 +180,7 @@ class GraphEncoder(nn.Module):
             edges = sum(self.construction.edge_count(int(n)) for n in sizes) if self.dynamic else g.num_edges()
             return edges / (len(sizes) * sizes.max() ** 2)
 
-        return choose_impl(self.impl, self.device, g.device, n_max, density, self.dense_min_density)
+        return choose_impl(self.impl, self.device, g.device, n_max, density, self.dense_min_density, stock_torch=True)
 
     def embed_nodes(self, g: dgl.DGLGraph) -> torch.Tensor:
         """h⁰ = Embed(tok) + PE(pos), (N, d), on the model's device."""
@@ -197,11 +207,16 @@ class GraphEncoder(nn.Module):
             pe = pe * signs.repeat_interleave(sizes, dim=0)
         return pe
 
-    def node_states(self, g: dgl.DGLGraph) -> torch.Tensor:
-        """Final node features (N, d), by message passing on ``g``."""
+    def node_states(self, g: dgl.DGLGraph, stock_torch: bool = False) -> torch.Tensor:
+        """Final node features (N, d), by message passing on ``g``: DGL's, or with ``stock_torch`` the
+        aggregators' ``forward_edges`` on ``g``'s edges moved to the model's device (``g`` may stay on the CPU)."""
         h = self.embed_nodes(g)
+        layer_graph = EdgeGraph.of(g, h.device) if stock_torch and not self.dynamic else g
         for block in self.layers():
-            layer_graph = rebuild(self.construction, g, h) if self.dynamic else g
+            if self.dynamic and stock_torch:  # kNN's edges (from detached features) are built where g lives
+                layer_graph = EdgeGraph.of(rebuild(self.construction, g, h.detach().to(g.device)), h.device)
+            elif self.dynamic:
+                layer_graph = rebuild(self.construction, g, h)
             h = block(layer_graph, h)
         return self.final_norm(h)
 
@@ -223,10 +238,12 @@ class GraphEncoder(nn.Module):
     def forward(self, g: dgl.DGLGraph, nodes: bool = False):
         """Class logits (B, C); with ``nodes``, also every node's logits (N, C) from the same classifier
         (the phrase-level loss of ``trainer.phrase_loss``)."""
-        if self.choose_impl(g) == "sparse":
-            # DGL's kernels take one dtype: message passing runs in float32 under trainer.precision=bf16
+        impl = self.choose_impl(g)
+        if impl != "dense":
+            # DGL's kernels take one dtype: message passing runs in float32 under trainer.precision=bf16 (and in
+            # stock torch too, to compute the same function)
             with torch.autocast(self.device.type, enabled=False):
-                return self.sparse_forward(g, nodes)
+                return self.sparse_forward(g, nodes, stock_torch=impl == "torch_sparse")
         x, dg, tokens = self.dense_states(g)  # (B, n, d)
         if self.readout == "mean":
             weight = tokens.unsqueeze(-1).float()  # (B, n, 1)
@@ -237,15 +254,16 @@ class GraphEncoder(nn.Module):
             hg = x[torch.arange(x.shape[0], device=x.device), dg.valid.sum(1) - 1]  # (B, d)
         return (self.classifier(hg), self.classifier(dg.unpad(x))) if nodes else self.classifier(hg)  # (B, C)
 
-    def sparse_forward(self, g: dgl.DGLGraph, nodes: bool = False):
-        """:meth:`forward` by message passing on ``g``."""
-        h = self.node_states(g)  # (N, d)
+    def sparse_forward(self, g: dgl.DGLGraph, nodes: bool = False, stock_torch: bool = False):
+        """:meth:`forward` by message passing on ``g``: DGL's, or with ``stock_torch`` stock torch's on the model's
+        device (``g`` may stay on the CPU: only its index tensors travel)."""
+        h = self.node_states(g, stock_torch)  # (N, d)
         if self.readout == "mean":
-            hg = self._mean_tokens(g, h)  # (B, d)
+            hg = self._mean_tokens_torch(g, h) if stock_torch else self._mean_tokens(g, h)  # (B, d)
         elif self.readout == "root":
-            hg = h[g.ndata["root"]]  # (B, d): one root per graph
+            hg = h[g.ndata["root"].to(h.device)]  # (B, d): one root per graph
         else:  # cls: the <cls> node is each graph's last (phrase nodes have pos -1 too)
-            hg = h[g.batch_num_nodes().cumsum(0) - 1]  # (B, d)
+            hg = h[(g.batch_num_nodes().cumsum(0) - 1).to(h.device)]  # (B, d)
         return (self.classifier(hg), self.classifier(h)) if nodes else self.classifier(hg)  # (B, C)
 
     @staticmethod
@@ -255,6 +273,16 @@ class GraphEncoder(nn.Module):
         with g.local_scope():
             g.ndata["h"], g.ndata["w"] = h * is_token, is_token
             return dgl.sum_nodes(g, "h") / dgl.sum_nodes(g, "w").clamp(min=1)  # (B, d)
+
+    @staticmethod
+    def _mean_tokens_torch(g: dgl.DGLGraph, h: torch.Tensor) -> torch.Tensor:
+        """:meth:`_mean_tokens` in stock torch, on ``h``'s device."""
+        sizes = g.batch_num_nodes().to(h.device)
+        graph_id = torch.repeat_interleave(torch.arange(len(sizes), device=h.device), sizes)  # (N,)
+        is_token = (g.ndata["pos"].to(h.device) >= 0).to(h.dtype).unsqueeze(-1)  # (N, 1)
+        total = h.new_zeros(len(sizes), h.shape[1]).index_add_(0, graph_id, h * is_token)  # (B, d)
+        count = h.new_zeros(len(sizes), 1).index_add_(0, graph_id, is_token)  # (B, 1)
+        return total / count.clamp(min=1)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from models.dense import DenseGraph
+from models.torch_mp import EdgeGraph
 
 
 def add_bias(s: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
@@ -95,6 +96,12 @@ class MultiHeadAttention(nn.Module):
         g.edata["rv"] = g.edata["a"] * self.rel_value[g.edata["etype"]]  # (E, H, d_h)
         g.update_all(fn.copy_e("rv", "m"), fn.sum("m", "rel"))
         return h + g.dstdata["rel"]
+
+    def typed_values_edges(self, eg: EdgeGraph, h: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+        """:meth:`typed_values` in stock torch: h_i + Σ_j a_ij r^V_type(ij), ``a`` (E, H, 1), ``h`` (N, H, d_h)."""
+        if not self.edge_types:
+            return h
+        return h + eg.sum(a * self.rel_value[eg.etype])  # (E, H, d_h) summed at each receiver
 
     def typed_values_dense(self, h: torch.Tensor, a: torch.Tensor, dg: DenseGraph) -> torch.Tensor:
         """``typed_values`` on a padded batch: the attention mass per type (B, H, n, T), times r^V_t."""

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from models.dense import DenseGraph
+from models.torch_mp import EdgeGraph
 
 
 def type_onehot(etype: torch.Tensor, num_types: int, dtype) -> torch.Tensor:
@@ -40,14 +41,33 @@ def typed_linear_sum(
     The same as ``linear`` applied to T per-type channels of sums (R-GCN's form; the dense twins
     compute it that way), but each node is projected once per type and an edge carries one (d,)
     message, not T of them."""
-    d_out = linear.weight.shape[0]
-    per_type = torch.einsum("ni,oti->nto", x, linear.weight.view(d_out, num_types, -1))  # (N, T, d) W_t x_j
     src, _ = g.edges()
     with g.local_scope():
-        msg = per_type[src, g.edata["etype"]]  # (E, d) W_type(e) x_src
-        g.edata["m"] = msg if edge_weight is None else msg * edge_weight.unsqueeze(-1)
+        g.edata["m"] = typed_messages(x, linear, num_types, src, g.edata["etype"], edge_weight)  # (E, d)
         g.update_all(fn.copy_e("m", "m"), fn.sum("m", "agg"))
         return g.dstdata["agg"]
+
+
+def typed_linear_sum_edges(
+    eg: EdgeGraph, x: torch.Tensor, linear: nn.Linear, num_types: int, edge_weight: torch.Tensor | None = None
+) -> torch.Tensor:
+    """:func:`typed_linear_sum` in stock torch, on the edges ``eg`` (``models/torch_mp.py``)."""
+    return eg.sum(typed_messages(x, linear, num_types, eg.src, eg.etype, edge_weight))
+
+
+def typed_messages(
+    x: torch.Tensor,
+    linear: nn.Linear,
+    num_types: int,
+    src: torch.Tensor,
+    etype: torch.Tensor,
+    edge_weight: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """(E, d): w_e W_type(e) x_src(e) on each edge, each node projected once per type."""
+    d_out = linear.weight.shape[0]
+    per_type = torch.einsum("ni,oti->nto", x, linear.weight.view(d_out, num_types, -1))  # (N, T, d) W_t x_j
+    msg = per_type[src, etype]  # (E, d) W_type(e) x_src
+    return msg if edge_weight is None else msg * edge_weight.unsqueeze(-1)
 
 
 def typed_adjacency(dg: DenseGraph, num_types: int, dtype) -> torch.Tensor:

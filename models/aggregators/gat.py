@@ -15,6 +15,9 @@ the Transformer, so the two aggregators differ only in their score function. The
 In DGL an edge j -> i runs from u = j, its source (the sender), to v = i, its destination (the
 receiver): ``u_add_v("el", "er", ...)`` adds the sender's half to the receiver's.
 
+``forward_edges`` is the same lines in stock torch (``models/torch_mp.py``: gathers, a segment
+softmax, ``index_add_``), for a GPU that DGL's graphs cannot reach.
+
 The dense path (``forward_dense``) is the same lines on a padded batch (B, H, n, n), non-edges at
 -inf before the softmax. With ``edge_types`` (``forward_typed``, ``forward_typed_dense``) the type t of
 edge j -> i adds a score b_t per head before the LeakyReLU, and a vector r^V_t to the value:
@@ -37,6 +40,7 @@ from torch import nn
 # record, masked_heads, typed_values
 from models.aggregators.attention import MultiHeadAttention
 from models.dense import DenseGraph
+from models.torch_mp import EdgeGraph
 
 
 class GATAttention(MultiHeadAttention):
@@ -77,6 +81,22 @@ class GATAttention(MultiHeadAttention):
             h = self.masked_heads(g.dstdata["h"])  # hook: silences heads
             # h_i' = O · ‖_heads h_i                                                           (N, d)
             return self.out(h.flatten(1))
+
+    def forward_edges(self, h: torch.Tensor, eg: EdgeGraph) -> torch.Tensor:
+        """The same lines in stock torch, on the edges ``eg`` (``models/torch_mp.py``), with or without edge
+        types (``forward_typed``'s b_t and r^V_t): ``h`` (N, d) -> (N, d)."""
+        wh = self.heads(self.proj(h))  # (N, H, d_h) W h_j
+        el = (wh * self.attn_src).sum(-1, keepdim=True)  # (N, H, 1) a_src · W h_j
+        er = (wh * self.attn_dst).sum(-1, keepdim=True)  # (N, H, 1) a_dst · W h_i
+        s = eg.src_of(el) + eg.dst_of(er)  # (E, H, 1) on each edge j -> i: the sender's half + the receiver's
+        if self.edge_types:
+            s = s + self.rel_score[eg.etype].unsqueeze(-1)  # + b_t
+        # a_ij = softmax_{j∈N(i)} LeakyReLU(s_ij)                                           (E, H, 1)
+        a = self.record(eg.softmax(self.leaky_relu(s)))  # hook: keeps a_ij
+        a = self.attn_dropout(a)
+        # h_i = Σ_{j∈N(i)} a_ij W h_j (+ Σ_j a_ij r^V_t)                                     (N, H, d_h)
+        h = self.typed_values_edges(eg, eg.sum(a * eg.src_of(wh)), a)
+        return self.out(self.masked_heads(h).flatten(1))  # h_i' = O · ‖_heads h_i
 
     def forward_dense(self, h: torch.Tensor, dg: DenseGraph) -> torch.Tensor:
         """The same lines on a padded batch: ``h`` (B, n, d) -> (B, n, d)."""

@@ -5,8 +5,8 @@
 Every neighbour's weight is fixed by the graph: no attention, no heads (``num_heads`` is unused).
 Degrees are clamped to at least 1, so a node with no incoming edge gets 0. The sparse path scales
 each sender by 1 / sqrt(deg_out(j)), sums over the incoming edges (``copy_u`` + ``sum``) and scales
-the receiver by 1 / sqrt(deg_in(i)); the dense path is the same with the adjacency matrix A (B, n, n):
-D_in^-1/2 A D_out^-1/2 W h.
+the receiver by 1 / sqrt(deg_in(i)); ``forward_edges`` is the same in stock torch (``models/torch_mp.py``);
+the dense path is the same with the adjacency matrix A (B, n, n): D_in^-1/2 A D_out^-1/2 W h.
 
 With ``edge_types`` (R-GCN, ``edge_types.py``) the normalised sum is taken per type, each with its
 own weight: h_i' = Σ_t W_t Σ_{j∈N_t(i)} h_j / sqrt(deg_in(i) · deg_out(j)) + b (``forward_typed``).
@@ -19,8 +19,9 @@ import dgl.function as fn
 import torch
 from torch import nn
 
-from models.aggregators.edge_types import typed_adjacency, typed_linear_sum
+from models.aggregators.edge_types import typed_adjacency, typed_linear_sum, typed_linear_sum_edges
 from models.dense import DenseGraph
+from models.torch_mp import EdgeGraph
 
 
 class GCNAggregation(nn.Module):
@@ -44,6 +45,15 @@ class GCNAggregation(nn.Module):
             # h_i' = 1/sqrt(deg_in(i)) · Σ_{j∈N(i)} W h_j / sqrt(deg_out(j))          (N, d)
             g.update_all(fn.copy_u("h", "m"), fn.sum("m", "h"))
             return g.ndata["h"] * in_norm
+
+    def forward_edges(self, h: torch.Tensor, eg: EdgeGraph) -> torch.Tensor:
+        """The same lines in stock torch, on the edges ``eg`` (``models/torch_mp.py``): ``h`` (N, d) -> (N, d)."""
+        out_norm = eg.out_degrees().clamp(min=1).float().pow(-0.5).unsqueeze(-1)  # (N, 1) 1/sqrt(deg_out(j))
+        in_norm = eg.in_degrees().clamp(min=1).float().pow(-0.5).unsqueeze(-1)  # (N, 1) 1/sqrt(deg_in(i))
+        if self.edge_types:  # R-GCN: 1/sqrt(deg_in(i)) · Σ_t W_t Σ_{j∈N_t(i)} h_j / sqrt(deg_out(j)) + b
+            return typed_linear_sum_edges(eg, h * out_norm, self.linear, self.edge_types) * in_norm + self.linear.bias
+        # h_i' = 1/sqrt(deg_in(i)) · Σ_{j∈N(i)} W h_j / sqrt(deg_out(j))                  (N, d)
+        return eg.sum(eg.src_of(self.linear(h) * out_norm)) * in_norm
 
     def forward_dense(self, h: torch.Tensor, dg: DenseGraph) -> torch.Tensor:
         """The same on a padded batch: ``h`` (B, n, d) -> (B, n, d)."""

@@ -6,8 +6,9 @@
 
 No scores, no softmax, no heads: every neighbour counts the same, whatever its content. A node
 with no incoming edge gets ``W · 0`` (DGL's convention for empty reductions). The sparse path is one
-``update_all(copy_u, sum | mean | max)``; the dense path a product with the adjacency (sum, mean) or
-a masked maximum over each row (max; on a complete graph one maximum per graph, shared by its rows).
+``update_all(copy_u, sum | mean | max)`` (``forward_edges``: the same in stock torch, ``models/torch_mp.py``);
+the dense path a product with the adjacency (sum, mean) or a masked maximum over each row (max; on a
+complete graph one maximum per graph, shared by its rows).
 
 With ``edge_types`` (R-GCN, ``edge_types.py``) the reduction runs per type, each with its own W:
 h_i' = Σ_t W_t · Agg_{j∈N_t(i)} h_j + b; a type with no edge at a node contributes 0 (``forward_typed``).
@@ -20,8 +21,9 @@ import dgl.function as fn
 import torch
 from torch import nn
 
-from models.aggregators.edge_types import type_onehot, typed_linear_sum
+from models.aggregators.edge_types import type_onehot, typed_linear_sum, typed_linear_sum_edges
 from models.dense import DenseGraph
+from models.torch_mp import EdgeGraph
 
 
 class PoolAggregation(nn.Module):
@@ -48,6 +50,13 @@ class PoolAggregation(nn.Module):
             # Agg_{j∈N(i)} h_j                                                          (N, d)
             g.update_all(fn.copy_u("h", "m"), self.REDUCERS[self.reduce]("m", "agg"))
             return self.linear(g.ndata["agg"])  # h_i' = W · Agg_j h_j
+
+    def forward_edges(self, h: torch.Tensor, eg: EdgeGraph) -> torch.Tensor:
+        """The same in stock torch, on the edges ``eg`` (``models/torch_mp.py``): ``h`` (N, d) -> (N, d)."""
+        if self.edge_types:
+            return self.forward_typed_edges(h, eg)
+        # Agg_{j∈N(i)} h_j: eg.sum | eg.mean | eg.max of the senders' rows, 0 at a node with none   (N, d)
+        return self.linear(getattr(eg, self.reduce)(eg.src_of(h)))  # h_i' = W · Agg_j h_j
 
     def forward_dense(self, h: torch.Tensor, dg: DenseGraph) -> torch.Tensor:
         """The same on a padded batch: ``h`` (B, n, d) -> (B, n, d)."""
@@ -86,11 +95,25 @@ class PoolAggregation(nn.Module):
             return self.linear(self.max_per_type(g, h).flatten(1))  # (N, T d) -> (N, d)
         weight = None
         if self.reduce == "mean":  # each message weighs 1 / (its receiver's in-edges of its type)
-            src, dst = g.edges()
-            count = h.new_zeros(g.num_nodes(), self.edge_types)
-            count.index_put_((dst, g.edata["etype"]), torch.ones_like(dst, dtype=h.dtype), accumulate=True)
-            weight = 1.0 / count[dst, g.edata["etype"]]
+            _, dst = g.edges()
+            weight = self.mean_weights(dst, g.edata["etype"], g.num_nodes(), h.dtype)
         return typed_linear_sum(g, h, self.linear, self.edge_types, weight) + self.linear.bias
+
+    def forward_typed_edges(self, h: torch.Tensor, eg: EdgeGraph) -> torch.Tensor:
+        """:meth:`forward_typed` in stock torch, on the edges ``eg``."""
+        if self.reduce == "max":  # one channel per type: other types' messages at -inf, empty types set to 0
+            off = torch.where(type_onehot(eg.etype, self.edge_types, h.dtype) > 0, 0.0, float("-inf"))  # (E, T)
+            agg = eg.max(eg.src_of(h).unsqueeze(1) + off.unsqueeze(-1))  # (N, T, d)
+            agg = torch.where(torch.isfinite(agg), agg, torch.zeros_like(agg))
+            return self.linear(agg.flatten(1))  # (N, T d) -> (N, d)
+        weight = self.mean_weights(eg.dst, eg.etype, eg.num_nodes, h.dtype) if self.reduce == "mean" else None
+        return typed_linear_sum_edges(eg, h, self.linear, self.edge_types, weight) + self.linear.bias
+
+    def mean_weights(self, dst: torch.Tensor, etype: torch.Tensor, num_nodes: int, dtype) -> torch.Tensor:
+        """(E,): 1 / (the number of edges of edge e's type that its receiver gets)."""
+        count = torch.zeros(num_nodes, self.edge_types, dtype=dtype, device=dst.device)
+        count.index_put_((dst, etype), torch.ones_like(dst, dtype=dtype), accumulate=True)
+        return 1.0 / count[dst, etype]
 
     def max_per_type(self, g: dgl.DGLGraph, h: torch.Tensor) -> torch.Tensor:
         """(N, T, d): the max over each type's in-edges."""

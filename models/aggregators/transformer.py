@@ -14,6 +14,9 @@ node's incoming edges, an SpMM:
 In DGL an edge j -> i runs from u = j, its source (the sender), to v = i, its destination (the
 receiver): ``u_dot_v("k", "q", ...)`` is the sender's key dotted with the receiver's query.
 
+``forward_edges`` is the same lines in stock torch (``models/torch_mp.py``: gathers, a segment
+softmax, ``index_add_``), for a GPU that DGL's graphs cannot reach.
+
 The dense path (``forward_dense``) is the same lines on a padded batch (B, H, n, n), non-edges at
 -inf before the softmax; when no hook needs a_ij itself it runs as one fused
 ``scaled_dot_product_attention`` call (``fused_dense``). Shapes: N nodes, E edges, H heads of d_h
@@ -43,6 +46,7 @@ from torch import nn
 # record, masked_heads, typed_values; add_bias(s, bias): s_ij + b_ij, s itself when bias is None
 from models.aggregators.attention import MultiHeadAttention, add_bias
 from models.dense import DenseGraph
+from models.torch_mp import EdgeGraph
 
 
 class DotProductAttention(MultiHeadAttention):
@@ -83,6 +87,23 @@ class DotProductAttention(MultiHeadAttention):
             h = self.masked_heads(g.dstdata["h"])  # hook: silences heads
             # h_i' = O · ‖_heads h_i                                                           (N, d)
             return self.out(h.flatten(1))
+
+    def forward_edges(self, h: torch.Tensor, eg: EdgeGraph, bias: torch.Tensor | None = None) -> torch.Tensor:
+        """The same lines in stock torch, on the edges ``eg`` (``models/torch_mp.py``), with or without edge
+        types (``forward_typed``'s r^K_t and r^V_t): ``h`` (N, d) -> (N, d)."""
+        q, k, v = self.heads(self.query(h)), self.heads(self.key(h)), self.heads(self.value(h))  # (N, H, d_h)
+        q_i = eg.dst_of(q)  # (E, H, d_h) the receiver's query on each edge j -> i
+        # s_ij = q_i · (k_j + r^K_t) / sqrt(d_h)                                            (E, H, 1)
+        qk = (q_i * eg.src_of(k)).sum(-1, keepdim=True)
+        if self.edge_types:
+            qk = qk + (q_i * self.rel_key[eg.etype]).sum(-1, keepdim=True)
+        s = add_bias(qk * self.scale, bias)  # hook: + b_ij
+        # a_ij = softmax_{j∈N(i)} s_ij                                                         (E, H, 1)
+        a = self.record(eg.softmax(s))  # hook: keeps a_ij
+        a = self.attn_dropout(a)
+        # h_i = Σ_{j∈N(i)} a_ij (v_j + r^V_t)                                                  (N, H, d_h)
+        h = self.typed_values_edges(eg, eg.sum(a * eg.src_of(v)), a)
+        return self.out(self.masked_heads(h).flatten(1))  # h_i' = O · ‖_heads h_i
 
     def forward_dense(self, h: torch.Tensor, dg: DenseGraph, bias: torch.Tensor | None = None) -> torch.Tensor:
         """The same lines on a padded batch: ``h`` (B, n, d) -> (B, n, d)."""
