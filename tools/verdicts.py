@@ -122,9 +122,24 @@ def grid(models: tuple[str, ...], graphs: tuple[str, ...], have: set[tuple[str, 
     return [f"graph={g}; model={m}" for m in models for g in graphs if have is None or (m, g) in have]
 
 
-SYNC = ("gcn", "gat", "transformer")
-SST_GRAPHS = ("complete", "tree", "dep", "window", "none")
-SST_CELLS = grid(SYNC, SST_GRAPHS) + grid(("treelstm",), ("tree", "dep"))
+def grid_values(experiment: str, k: int, key: str) -> tuple[str, ...]:
+    """The values grid ``k`` of ``conf/experiment/<experiment>.yaml`` sweeps ``key`` over (``model=a,b`` -> a, b):
+    the cells are the experiment's, not a second list of registered names."""
+    import shlex
+
+    import yaml
+
+    grids = yaml.safe_load((ROOT / "conf" / "experiment" / f"{experiment}.yaml").read_text())["experiment_grids"]
+    for item in shlex.split(grids[k]):
+        name, _, values = item.partition("=")
+        if name == key:
+            return tuple(values.split(","))
+    raise KeyError(f"conf/experiment/{experiment}.yaml: grid {k + 1} sweeps no {key}")
+
+
+SYNC = grid_values("sst", 0, "model")  # the synchronous encoders of the SST grids
+SST_GRAPHS = grid_values("sst", 0, "graph")
+SST_CELLS = grid(SYNC, SST_GRAPHS) + grid(grid_values("sst", 1, "model"), grid_values("sst", 1, "graph"))
 
 
 def tree_vs_complete(experiment: str, trees: tuple[str, ...]) -> tuple[tuple[Records, Records], ...]:
@@ -187,7 +202,7 @@ COMPARISONS: list[Comparison | Family] = [
     *(
         Comparison("real_sentences", f"sst {m}: tree - complete", R("sst", f"graph=tree; model={m}"),
                    R("sst", f"graph=complete; model={m}"))
-        for m in ("transformer", "gat", "gcn")
+        for m in SYNC
     ),
     Comparison("real_sentences", "sst_tai sst: phrase labels - sentence labels",
                R("sst_tai", "dataset=sst; trainer.phrase_loss=True"),
@@ -197,7 +212,7 @@ COMPARISONS: list[Comparison | Family] = [
     *(
         Comparison("real_sentences", f"sst_binary {m}: tree - complete", R("sst_binary", f"graph=tree; model={m}"),
                    R("sst_binary", f"graph=complete; model={m}"))
-        for m in ("transformer", "gat", "gcn")
+        for m in SYNC
     ),
     Comparison("real_sentences", "sst_binary: treelstm tree - gat complete", R("sst_binary", "graph=tree; model=treelstm"),
                R("sst_binary", "graph=complete; model=gat")),
@@ -228,7 +243,7 @@ COMPARISONS: list[Comparison | Family] = [
     *(
         Comparison("real_sentences", f"trec_glove {m}: {g} - none", R("trec_glove", f"graph={g}; model={m}"),
                    R("trec_glove", f"graph=none; model={m}"))
-        for m in ("transformer", "gat", "gcn")
+        for m in SYNC
         for g in ("complete", "dep", "window")
     ),
     Comparison("real_sentences", "trec transformer none: glove - scratch", R("trec_glove", "graph=none; model=transformer"),
