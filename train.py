@@ -128,9 +128,17 @@ def build_training(run: RunConfig, data: Data, device: torch.device, world: Worl
     model = core if world.size == 1 else DistributedDataParallel(core, device_ids=ddp_devices)
     num_params = sum(p.numel() for p in core.parameters())
     log.info("model: %s, %d parameters, device %s", run.model.name, num_params, device)
+    if run.trainer.compile:  # the dense forward compiled on bucketed shapes; evaluation and checkpoints use core
+        if world.size > 1:
+            raise ValueError("trainer.compile=true trains in one process: drop torchrun, or set trainer.compile=false")
+        from engine.compiled import CompiledDense, compile_mode
+
+        model = CompiledDense(core)
+        log.info("trainer.compile: dense batches padded to buckets, torch.compile mode %s", compile_mode(device))
     # a model with parameter groups of its own (model=minilm's soft-syntax parameters at a scaled rate) names them
     params = core.param_groups(run.optim.lr) if hasattr(core, "param_groups") else model.parameters()
-    optimizer = make_optimizer(params, run.optim)
+    # trainer.compile: the fused (GPU) or foreach (CPU) update too
+    optimizer = make_optimizer(params, run.optim, device if run.trainer.compile else None)
     total_steps = run.trainer.max_epochs * len(data.train_loader)
     scheduler = make_schedule(optimizer, total_steps, run.optim)
     return Training(core, model, optimizer, scheduler, num_params)

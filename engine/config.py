@@ -60,6 +60,7 @@ class TrainerConfig:
     phrase_loss: bool
     resume: str | None
     heartbeat_s: float = 0.0  # configs written before trainer.heartbeat_s: no heartbeat
+    compile: bool = False  # torch.compile the dense forward on bucketed shapes (engine/compiled.py)
 
     @classmethod
     def from_mapping(cls, t: Mapping) -> TrainerConfig:
@@ -74,6 +75,7 @@ class TrainerConfig:
             phrase_loss=bool(t.get("phrase_loss")),
             resume=t.get("resume"),
             heartbeat_s=float(t.get("heartbeat_s", 0)),
+            compile=bool(t.get("compile", False)),  # configs written before trainer.compile: eager
         )
 
 

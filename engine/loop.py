@@ -116,27 +116,37 @@ def warmup_linear(optimizer: torch.optim.Optimizer, total_steps: int, warmup_rat
 SCHEDULES = {"cosine": warmup_cosine, "linear": warmup_linear}  # optim.schedule
 
 
-def adamw(params, optim) -> torch.optim.Optimizer:
-    """AdamW (decoupled weight decay): ``optim.lr``, ``optim.betas``, ``optim.weight_decay``."""
+def adamw(params, optim, **multi) -> torch.optim.Optimizer:
+    """AdamW (decoupled weight decay): ``optim.lr``, ``optim.betas``, ``optim.weight_decay``; ``multi``: torch's
+    ``fused=True`` or ``foreach=True`` (:func:`multi_tensor`), else its own choice."""
     return torch.optim.AdamW(
-        params, lr=float(optim.lr), betas=tuple(optim.betas), weight_decay=float(optim.weight_decay)
+        params, lr=float(optim.lr), betas=tuple(optim.betas), weight_decay=float(optim.weight_decay), **multi
     )
 
 
-def adagrad(params, optim) -> torch.optim.Optimizer:
+def adagrad(params, optim, **multi) -> torch.optim.Optimizer:
     """Adagrad, Tai et al. (2015)'s optimiser: ``optim.lr``, and ``optim.weight_decay`` as an L2 penalty added to
-    every gradient (their 1e-4), not decoupled as AdamW's."""
-    return torch.optim.Adagrad(params, lr=float(optim.lr), weight_decay=float(optim.weight_decay))
+    every gradient (their 1e-4), not decoupled as AdamW's. No fused Adagrad in torch 2.2: foreach at most."""
+    multi = {"foreach": True} if multi else {}
+    return torch.optim.Adagrad(params, lr=float(optim.lr), weight_decay=float(optim.weight_decay), **multi)
 
 
 OPTIMISERS = {"adamw": adamw, "adagrad": adagrad}  # optim.name
 
 
-def make_optimizer(params, optim) -> torch.optim.Optimizer:
-    """The optimiser ``optim.name`` names, over ``params``."""
+def multi_tensor(device: torch.device) -> dict:
+    """How a step updates every parameter at once (``trainer.compile``): one fused kernel on a GPU
+    (``fused=True``), torch's foreach ops elsewhere; either way a handful of ops, not a few per parameter."""
+    return {"fused": True} if device.type == "cuda" else {"foreach": True}
+
+
+def make_optimizer(params, optim, device: torch.device | None = None) -> torch.optim.Optimizer:
+    """The optimiser ``optim.name`` names, over ``params``; with ``device`` (``trainer.compile``), its
+    multi-tensor update there (:func:`multi_tensor`), else torch's default (a loop over parameters on the CPU)."""
     if optim.name not in OPTIMISERS:
         raise ValueError(f"unknown optim.name {optim.name!r}; valid: {', '.join(OPTIMISERS)}")
-    return OPTIMISERS[optim.name](params, optim)
+    multi = {} if device is None else multi_tensor(device)
+    return OPTIMISERS[optim.name](params, optim, **multi)
 
 
 def make_schedule(optimizer: torch.optim.Optimizer, total_steps: int, optim) -> torch.optim.lr_scheduler.LambdaLR:
