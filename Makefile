@@ -69,13 +69,14 @@ neural_syntax: install ## train Transformers on complete graphs (3 seeds), measu
 prune_heads: install ## prune the heads of experiment=heads' 8-head model (make experiment E=heads first)
 	$(PYTHON) -m studies.prune_heads multirun/heads/model.num_heads=8,seed=0 --out docs/results/prune_heads $(ARGS)
 
-bench: install ## the hardware lottery (sparse vs dense), the recursive models' step cost, cost as n grows, the pretrained MiniLM (DGL vs dense vs HF), sum/mean/max on complete graphs -> bench/results/<machine>/ (cpu-2core here; ~25 min on 2 cores)
+bench: install ## the hardware lottery (sparse vs dense), the recursive models' step cost, cost as n grows, the pretrained MiniLM (DGL vs dense vs HF), sum/mean/max on complete graphs, tagnn's loop against plain PyTorch (anchor) -> bench/results/<machine>/ (cpu-2core here; ~27 min on 2 cores)
 	$(PYTHON) -m bench.hardware_lottery $(ARGS)
 	$(PYTHON) -m bench.padding > bench/results/padding.md
 	$(PYTHON) -m bench.recursive
 	$(PYTHON) -m bench.scaling
 	$(PYTHON) -m bench.pretrained
 	$(PYTHON) -m bench.pooling --threads 1
+	$(PYTHON) -m bench.anchor
 
 notebooks: install ## tutorials/*.py -> tutorials/*.ipynb, executed in .venv's kernel (outputs and figures in; not committed)
 	$(PYTHON) -m tools.site notebooks

@@ -12,6 +12,8 @@
 # runs out of time does not stop the others:
 #   data cache   bench.data_cache on dataset=listops_full, in the background on two CPU threads throughout
 #   loop         bench.loop: the old and new training loops, 3 cases x fp32 and bf16 (examples/s)
+#   anchor       bench.anchor --compile: tagnn's loop against plain PyTorch (nn.TransformerEncoder), eager and
+#                compiled, batch 64 and 512, fp32 and bf16; the host time to make a batch (~100 s of compiling)
 #   card         the card's command (model=gat graph=complete, 15 epochs) timed on the GPU, with its graphs
 #                built (first run) and read from the cache (second run), then on the machine's CPU cores
 #   lottery      bench.hardware_lottery end to end (layers, attention, memory, overheads, training)
@@ -30,11 +32,13 @@ export TAGNN_CACHE_DIR="$W/cache"  # the card's graphs; bench.data_cache uses a 
 
 if [ -n "${QUICK:-}" ]; then
     LOOP=(--epochs 1 --num-train 128 --cases gat_complete_64 transformer_complete_64)
+    ANCHOR=(--epochs 1 --num-train 128 --batch-sizes 64)
     CARD="trainer.max_epochs=1 dataset.num_train=128"
     CACHE=(--dataset listops --runs 2)
     Q=(--quick)
 else
     LOOP=(--epochs 2)
+    ANCHOR=(--epochs 2)
     CARD=""
     CACHE=(--runs 3)
     Q=()
@@ -44,7 +48,7 @@ pack() {  # everything so far into one file (the device returns a few files only
     tar czf "$OUT/gpu.tgz.part" --exclude=cache -C "$W" . && mv "$OUT/gpu.tgz.part" "$OUT/gpu.tgz"
 }
 
-STEPS=${STEPS:-data_cache loop card lottery scaling pretrained}
+STEPS=${STEPS:-data_cache loop anchor card lottery scaling pretrained}
 wanted() { [[ " $STEPS " == *" $1 "* ]]; }
 
 step() {  # step NAME LIMIT COMMAND...: run it, log it, time it; a failure is logged, not fatal
@@ -80,6 +84,9 @@ if [ -n "${BASE:-}" ]; then
     step base_loop 180 bash -c 'cd "$0" && "$@"' "$BASE" $PY -m bench.loop --device "$DEVICE" "${LOOP[@]}" --out "$W/base"
 fi
 step loop 180 $PY -m bench.loop --device "$DEVICE" --precisions "${PREC[@]}" "${LOOP[@]}" --out "$W/results"
+AC=(--compile)
+[ "$DEVICE" = cpu ] && AC=()  # compiling on the CPU takes minutes and speeds nothing up (issue 48)
+step anchor 200 $PY -m bench.anchor --device "$DEVICE" ${AC[@]+"${AC[@]}"} --precisions "${PREC[@]}" "${ANCHOR[@]}" --out "$W/results"
 
 card() {  # card NAME DEVICE: the card's command, its wall time (ns) in card/NAME.ns
     local t0

@@ -115,23 +115,27 @@ def timed(fns: dict, device, repeat: int) -> dict:
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 
-def measure(name: str, overrides: list[str], args) -> dict:
+def build(overrides: list[str], device: str):
+    """The config, devices, data and training (model, optimiser, schedule) ``train.py`` builds for ``overrides``
+    on ``device`` (W&B and bars off, seed 0), and its epoch settings: what every loop bench times."""
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose(
-            "config", overrides=overrides + [f"device={args.device}", "logger=none", "trainer.progress=false"]
-        )
+        cfg = compose("config", overrides=overrides + [f"device={device}", "logger=none", "trainer.progress=false"])
     torch.manual_seed(0)
     run = check_config(cfg)
     placement, world = start_devices(run.device, run.model.impl)
     devices = placement.devices
     data = build_data(run, devices, world)
     training = build_training(run, data, devices[0], world)
+    return cfg, devices, data, training, EpochSettings.from_config(cfg, progress=False)
+
+
+def measure(name: str, overrides: list[str], args) -> dict:
+    cfg, devices, data, training, settings = build(overrides, args.device)
     start = copy.deepcopy(training.core.state_dict())
     n = len(data.sets["train"])
     batch = int(cfg.trainer.batch_size)
     old_loader = DataLoader(data.sets["train"], batch_sampler=data.train_loader.batch_sampler, collate_fn=collate)
     old_eval = DataLoader(data.sets["val"], batch_size=int(cfg.trainer.eval_batch_size), collate_fn=collate)
-    settings = EpochSettings.from_config(cfg, progress=False)
     tracker = NoTracker()
 
     def loader_only():
