@@ -31,7 +31,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.stats import NOT_JUDGED, Cell, compare
+from tools.stats import NOT_JUDGED, Cell, cell_of, compare
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = Path("docs/results/verdicts")
@@ -49,6 +49,7 @@ class Records:
 
     experiment: str
     overrides: str
+    paired: bool = True  # False: judge as if the runs had kept no predictions (the unpaired rule, for contrast)
 
     @property
     def source(self) -> str:
@@ -70,7 +71,10 @@ class Records:
         sizes = {sum(b["n"] for b in r["test_by_length"].values()) for r in runs}
         if len(sizes) != 1:
             raise ValueError(f"{self.label}: its runs were tested on sets of {sorted(sizes)} examples")
-        return Cell([r["test_acc"] for r in sorted(runs, key=lambda r: r["seed"])], n=sizes.pop())
+        runs = sorted(runs, key=lambda r: r["seed"])
+        if self.paired:  # paired over the test examples where every run kept its predictions (tools.stats)
+            return cell_of(runs, n=sizes.pop())
+        return Cell([r["test_acc"] for r in runs], n=sizes.pop())
 
 
 @dataclass(frozen=True)
@@ -162,6 +166,14 @@ def R(experiment: str, overrides: str) -> Records:
 
 LS = "listops_scale"
 COMPARISONS: list[Comparison | Family] = [
+    # docs/statistics.md: the first full-scale cells that kept their predictions, judged paired and, for contrast,
+    # as if they had not
+    Comparison("statistics", "graph_choice_depth, 2 tied layers: tree - complete",
+               R("graph_choice_depth", "graph=tree; model.num_layers=2"),
+               R("graph_choice_depth", "graph=complete; model.num_layers=2")),
+    Comparison("statistics", "graph_choice_depth, 2 tied layers: tree - complete, unpaired",
+               Records("graph_choice_depth", "graph=tree; model.num_layers=2", paired=False),
+               Records("graph_choice_depth", "graph=complete; model.num_layers=2", paired=False)),
     # docs/listops.md, "Every model at the published scale"
     Comparison("listops", "transformer: tree - complete", R(LS, "graph=tree; model=transformer"),
                R(LS, "graph=complete; model=transformer")),
@@ -322,8 +334,9 @@ def markdown(result: dict) -> str:
         "Every row is `tools.stats.compare` on its two cells, the rule of [docs/statistics.md](../statistics.md): "
         "one seed a side is not judged; otherwise each cell's own seed variance over its seeds plus the test-set "
         "term, Student's t on the Welch-Satterthwaite degrees of freedom at the two-sided 5% level. `noise` is that "
-        "threshold, in points; `rule` names the test-set term: unpaired (each cell's binomial variance on its N test "
-        "examples, not divided by the seeds), since these records keep no per-example predictions. A = the first "
+        "threshold, in points; `rule` names the test-set term: paired (example by example) where every run of both "
+        "cells kept its per-example test predictions, else unpaired (each cell's binomial variance on its N test "
+        "examples, not divided by the seeds: records written before predictions were kept). A = the first "
         "cell, B = the second; k = seeds.",
     ]
     for page, rows in result["pages"].items():

@@ -47,13 +47,36 @@ def test_the_committed_json_is_what_the_records_give(data, committed):
     assert json.loads(json.dumps(verdicts.compute(data))) == committed
 
 
+def predictions_of(experiment: str, overrides: str):
+    """A cell's (seeds, N) right/wrong matrix when every run kept its test predictions (one split), else None."""
+    import numpy as np
+
+    from engine.predictions import decode_correct
+
+    want = set(overrides.split("; "))
+    rows, prints = [], set()
+    for line in (ROOT / f"docs/results/runs/{experiment}.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        if {o for o in r["overrides"] if not o.startswith(("experiment=", "seed="))} == want:
+            if not r.get("test_predictions"):
+                return None
+            rows.append(decode_correct(r["test_predictions"]))
+            prints.add(r["test_predictions"]["fingerprint"])
+    return np.stack(rows) if len(prints) == 1 else None
+
+
 def test_each_row_is_compare_on_its_two_cells(fresh):
     checked = 0
     for c in verdicts.COMPARISONS:
         if not isinstance(c, verdicts.Comparison) or not isinstance(c.a, verdicts.Records):
             continue
         (a, na), (b, nb) = seeds_of(c.a.experiment, c.a.overrides), seeds_of(c.b.experiment, c.b.overrides)
-        v = compare(Cell(a, n=na), Cell(b, n=nb))
+        kept_a, kept_b = predictions_of(c.a.experiment, c.a.overrides), predictions_of(c.b.experiment, c.b.overrides)
+        if c.a.paired and c.b.paired and kept_a is not None and kept_b is not None:  # every run kept its predictions
+            v = compare(Cell(a, correct=kept_a, fingerprint="f"), Cell(b, correct=kept_b, fingerprint="f"))
+            assert v.rule == "paired"
+        else:
+            v = compare(Cell(a, n=na), Cell(b, n=nb))
         row = fresh["pages"][c.page][c.name]
         assert (row["diff"], row["noise"], row["verdict"], row["rule"]) == (v.diff, v.noise, v.verdict, v.rule), c.name
         assert (row["a"]["k"], row["b"]["k"], row["a"]["n"], row["b"]["n"]) == (len(a), len(b), na, nb)
