@@ -69,7 +69,8 @@ class Data:
     num_classes: int
     construction: GraphConstruction
     sets: dict[str, GraphDataset]
-    train_loader: Batches  # this process's share of each epoch; ``train_loader.rng`` orders the batches
+    # this process's share of each epoch (DeviceBatches with trainer.device_batches); ``.rng`` orders the batches
+    train_loader: Batches
     eval_loaders: dict[str, Batches]  # val and test, whole, in dataset order
 
 
@@ -109,6 +110,8 @@ def build_data(run: RunConfig, devices: Devices, world: World) -> Data:
     train_loader = make_loader(
         sets["train"], batch, shuffle=True, seed=seed, bucket=bucket, rank=world.rank, world=world.size, **ahead
     )
+    if run.trainer.device_batches:  # the same sampler's batches, made on the model's device (data/device_batches.py)
+        train_loader = device_loader(run, construction, sets["train"], train_loader, devices[0], world, lazy["train"])
     # evaluation: big batches (trainer.eval_batch_size), collated once and served every epoch (held splits only)
     eval_batch = run.trainer.eval_batch_size
     eval_loaders = {
@@ -117,6 +120,27 @@ def build_data(run: RunConfig, devices: Devices, world: World) -> Data:
     sizes = {s: len(d) for s, d in sets.items()}
     log.info("data: %s in %.1fs, vocab %d, %s", sizes, time.perf_counter() - t0, len(vocab), construction)
     return Data(vocab, num_classes, construction, sets, train_loader, eval_loaders)
+
+
+def device_loader(run: RunConfig, construction, train: GraphDataset, loader: Batches, device, world, lazy: bool):
+    """``trainer.device_batches``: the training split kept on ``device`` (``DeviceSplit``), its batches made there
+    in ``loader``'s sampler order; refused in one line where that cannot apply (``check_device_batches``)."""
+    from data.device_batches import DeviceBatches, DeviceSplit
+    from data.pipeline import PackedGraphs, pack_graphs
+    from engine.compiled import check_device_batches
+    from models.dense import bucket_length
+
+    check_device_batches(getattr(run.model, "impl", "sparse"), device, construction, run, world.size, lazy)
+    graphs = train.graphs
+    packed = graphs.packed if isinstance(graphs, PackedGraphs) else pack_graphs(graphs)
+    if packed is None:
+        raise ValueError("trainer.device_batches=true: this split's graphs differ in their data keys, set it false")
+    model = run.model
+    edge_types, root = bool(getattr(model, "edge_types", False)), getattr(model, "readout", "mean") == "root"
+    split = DeviceSplit(packed, train.labels, device, construction.dense_complete, edge_types, root)
+    pad = bucket_length if run.trainer.compile else None  # trainer.compile: the batch padded to its bucket
+    log.info("trainer.device_batches: the training split on %s, its batches made there", device)
+    return DeviceBatches(split, loader.batch_sampler, pad)
 
 
 def build_training(run: RunConfig, data: Data, device: torch.device, world: World) -> Training:
@@ -135,6 +159,10 @@ def build_training(run: RunConfig, data: Data, device: torch.device, world: Worl
 
         model = CompiledDense(core)
         log.info("trainer.compile: dense batches padded to buckets, torch.compile mode %s", compile_mode(device))
+    elif run.trainer.device_batches:  # batches made on the device, the eager dense forward
+        from engine.compiled import DeviceDense
+
+        model = DeviceDense(core)
     # a model with parameter groups of its own (model=minilm's soft-syntax parameters at a scaled rate) names them
     params = core.param_groups(run.optim.lr) if hasattr(core, "param_groups") else model.parameters()
     # trainer.compile: the fused (GPU) or foreach (CPU) update too

@@ -6,10 +6,14 @@ the sizes).
 
 :meth:`DeviceSplit.batch` returns what ``engine.compiled.dense_logits`` takes, equal to
 ``engine.compiled.padded_inputs`` of the DGL batch of the same examples (tests/data/test_device_batches.py).
-Not yet wired into train.py: the trainer switch waits for it (the loop serves DGL batches).
+:meth:`DeviceSplit.dense` adds what the eager forward needs to draw the same random numbers as the DGL path (each
+node's flat row and its place in the padded batch); :class:`DeviceBatches` serves a training split's batches
+in a :class:`data.pipeline.TrainBatches` order (``trainer.device_batches``: train.py, engine/compiled.py).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 
@@ -18,6 +22,29 @@ from data.graphs.edges import positional_edge_types
 
 def _starts(counts: torch.Tensor) -> torch.Tensor:
     return torch.cat([counts.new_zeros(1), counts.cumsum(0)[:-1]])
+
+
+@dataclass
+class DenseBatch:
+    """A padded batch made on the device: ``tok``, ``pos`` (B, n) long (0 at padding), ``valid`` (B, n) bool, ``adj``
+    (B, n, n) bool or None (complete graph), ``etype`` (B, n, n) long or None, ``root`` (B, n) bool or None; with
+    ``flat``: ``index`` (N,) each real node's place in the flattened (B * n), ``flat_tok``/``flat_pos`` (N,) its
+    token and position (in the order of a DGL batch's nodes); ``full``: no node is padding (known on the host)."""
+
+    tok: torch.Tensor
+    pos: torch.Tensor
+    valid: torch.Tensor
+    adj: torch.Tensor | None
+    etype: torch.Tensor | None
+    root: torch.Tensor | None
+    full: bool
+    index: torch.Tensor | None = None
+    flat_tok: torch.Tensor | None = None
+    flat_pos: torch.Tensor | None = None
+
+    def inputs(self) -> tuple:
+        """``engine.compiled.dense_logits``' tensors."""
+        return self.tok, self.pos, self.valid, self.adj, self.etype, self.root
 
 
 class DeviceSplit:
@@ -49,8 +76,15 @@ class DeviceSplit:
     def batch(self, indices: torch.Tensor, pad_to: int | None = None) -> tuple[tuple, torch.Tensor]:
         """``((tok, pos, valid, adj, etype, root), labels)`` of the examples ``indices`` (host or device, long),
         padded to ``pad_to`` nodes (default: the largest of them, from the host's sizes)."""
+        made, labels = self.dense(indices, pad_to)
+        return made.inputs(), labels
+
+    def dense(self, indices, pad_to: int | None = None, flat: bool = False) -> tuple[DenseBatch, torch.Tensor]:
+        """:meth:`batch` as a :class:`DenseBatch`; ``flat``: with each real node's flat row and padded place."""
         host = torch.as_tensor(indices, dtype=torch.long).cpu()
-        n = int(self.sizes_host[host].max()) if pad_to is None else pad_to  # host tensors only
+        host_sizes = self.sizes_host[host]
+        n = int(host_sizes.max()) if pad_to is None else pad_to  # host tensors only
+        full = bool(host_sizes.min() == n)
         idx = host.to(self.device, non_blocking=True)
         b, on = len(host), self.device
         sizes = self.sizes[idx]  # (B,)
@@ -76,4 +110,39 @@ class DeviceSplit:
             if self.edge_types:
                 etype = torch.zeros(b, n, n, dtype=torch.long, device=on)
                 etype[graph, dst, src] = self.etype[rows_e]
-        return (tok, pos, valid, adj, etype, root), self.labels[idx]
+        made = DenseBatch(tok, pos, valid, adj, etype, root, full)
+        if flat:  # as the DGL batch numbers its nodes: graph by graph
+            total = int(host_sizes.sum())  # host
+            graph = torch.repeat_interleave(torch.arange(b, device=on), sizes, output_size=total)  # (N,)
+            local = torch.arange(total, device=on) - _starts(sizes)[graph]
+            node_rows = self.node_start[idx][graph] + local
+            made.index, made.flat_tok, made.flat_pos = graph * n + local, self.tok[node_rows], self.pos[node_rows]
+        return made, self.labels[idx]
+
+
+class DeviceBatches:
+    """A training split's batches made on the device (:meth:`DeviceSplit.dense`), in the order ``batch_sampler``
+    gives (train.py: the :class:`data.pipeline.TrainBatches` the DGL loader would use, so both make the same
+    batches); ``pad``: a batch's padded length from its largest graph's (``trainer.compile``: the bucket), or
+    None (the largest). Each pass draws one number from torch's global generator, as ``data.pipeline.Batches``
+    does, so dropout draws what it draws with DGL batches. ``rng``: the sampler's generator (saved for resume)."""
+
+    def __init__(self, split: DeviceSplit, batch_sampler, pad=None):
+        self.split, self.batch_sampler, self.pad = split, batch_sampler, pad
+        self.flat = pad is None  # the eager forward embeds the flat nodes, as the DGL path does
+        self.rng = getattr(batch_sampler, "generator", None)
+
+    def __len__(self) -> int:
+        return len(self.batch_sampler)
+
+    def __iter__(self):
+        # what DataLoader.__iter__ draws, at the call (as Batches: not at the first batch): the RNG stream stays put
+        torch.empty((), dtype=torch.int64).random_()
+        return self._made()
+
+    def _made(self):
+        sizes = self.split.sizes_host
+        for indices in self.batch_sampler:
+            host = torch.as_tensor(indices, dtype=torch.long)
+            pad_to = None if self.pad is None else self.pad(int(sizes[host].max()))
+            yield self.split.dense(host, pad_to, flat=self.flat)

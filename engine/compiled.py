@@ -12,6 +12,11 @@ layer's features) and structural positions (lap_pe: a random sign per graph). Ev
 
 On a GPU the mode is ``reduce-overhead`` (CUDA graphs: one launch replays the whole forward); on the CPU
 the default mode (the CPU gains nothing measurable: issue 48).
+
+``trainer.device_batches``: the training batches are made on the model's device (``data.device_batches``), not
+by DGL; :func:`check_device_batches` says where that cannot apply. Eagerly, :class:`DeviceDense` runs
+:func:`device_logits`, the dense forward of ``GraphEncoder`` step for step (the same random draws: the same loss
+as the DGL batch); with ``trainer.compile``, :class:`CompiledDense` takes the bucketed batch as it is.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ import dgl
 import torch
 from torch import nn
 
+from data.device_batches import DenseBatch
+from data.graphs import STRUCTURAL_PE
 from models.dense import DenseGraph, bucket_length, to_dense
 from models.encoder import GraphEncoder, sinusoidal_encoding
 
@@ -65,6 +72,72 @@ def dense_logits(
     else:  # cls: each graph's last node
         hg = x[torch.arange(b, device=x.device), valid.sum(1) - 1]  # (B, d)
     return model.classifier(hg)
+
+
+def device_logits(model: GraphEncoder, batch: DenseBatch) -> torch.Tensor:
+    """Class logits (B, C) of a batch made on the device (``DeviceSplit.dense(..., flat=True)``), computed as
+    ``GraphEncoder.forward``'s dense path computes them from the DGL batch of the same examples: the embedding
+    and its dropout on the flat nodes, then padded (so dropout draws the same numbers); no read of the device
+    (``batch.full``: from the host's sizes)."""
+    h = model.embed(batch.flat_tok)  # (N, d)
+    if model.positional == "sinusoidal":
+        h = h + sinusoidal_encoding(batch.flat_pos, model.hidden_dim)
+    dg = DenseGraph(batch.valid, batch.index, batch.adj, batch.etype, full=batch.full)
+    x = dg.pad(model.embed_dropout(h))  # (B, n, d)
+    for block in model.layers():
+        x = block(dg, x)
+    x = model.final_norm(x)
+    b = x.shape[0]
+    if model.readout == "mean":
+        weight = (batch.valid & (batch.pos >= 0)).unsqueeze(-1).float()  # (B, n, 1): tokens (pos is -1 at <cls>)
+        hg = (x * weight).sum(1) / weight.sum(1).clamp(min=1)  # (B, d)
+    elif model.readout == "root":
+        hg = x[torch.arange(b, device=x.device), batch.root.to(torch.int64).argmax(1)]  # (B, d)
+    else:  # cls: each graph's last node
+        hg = x[torch.arange(b, device=x.device), batch.valid.sum(1) - 1]  # (B, d)
+    return model.classifier(hg)
+
+
+def check_device_batches(impl: str, device: torch.device, construction, run, world_size: int, lazy: bool) -> None:
+    """Raise (one line, naming the fix) where ``trainer.device_batches=true`` cannot apply: it makes dense batches,
+    so the run's batches must all go to the dense path (``model.impl=dense``, or ``auto`` on a GPU, where the
+    encoder trains dense batches), with nothing the dense forward on tensors lacks."""
+    off = "or set trainer.device_batches=false"
+    if impl != "dense" and not (impl == "auto" and device.type == "cuda"):
+        raise ValueError(
+            f"trainer.device_batches=true makes dense batches, and model.impl={impl} on {device.type} may send "
+            f"batches to message passing: set model.impl=dense, {off}"
+        )
+    why = None
+    if world_size > 1:
+        why = "trains in one process: drop torchrun"
+    elif run.trainer.phrase_loss:
+        why = "has no node labels: set trainer.phrase_loss=false"
+    elif construction.dynamic:
+        why = f"cannot build graph={construction.name}'s edges from features: use another graph"
+    elif getattr(run.model, "positional", None) in STRUCTURAL_PE:
+        why = f"has no model.positional={run.model.positional}: use model.positional=sinusoidal"
+    elif lazy:
+        why = "keeps a split whole on the device, and the memory plan builds this one per batch"
+    if why:
+        raise ValueError(f"trainer.device_batches=true {why}, {off}")
+
+
+class DeviceDense(nn.Module):
+    """``model`` (a GraphEncoder) taking the batches made on the device (:func:`device_logits`), eagerly. Holds
+    ``model``'s own parameters: the optimiser, checkpoints and evaluation use ``model``."""
+
+    def __init__(self, model: GraphEncoder):
+        super().__init__()
+        if not isinstance(model, GraphEncoder):
+            raise ValueError(
+                f"trainer.device_batches=true makes the encoder family's dense batches (gcn, gat, transformer, ...), "
+                f"and {type(model).__name__} is not one: use trainer.device_batches=false"
+            )
+        self.model = model
+
+    def forward(self, batch: DenseBatch) -> torch.Tensor:
+        return device_logits(self.model, batch)
 
 
 def padded_inputs(model: GraphEncoder, g: dgl.DGLGraph, pad_to: int | None = None) -> tuple:
@@ -115,7 +188,9 @@ class CompiledDense(nn.Module):
         self.compiled = torch.compile(dense_logits, backend=backend, fullgraph=fullgraph, dynamic=False, **options)
         self.said: set[str] = set()
 
-    def forward(self, g: dgl.DGLGraph, nodes: bool = False):
+    def forward(self, g: dgl.DGLGraph | DenseBatch, nodes: bool = False):
+        if isinstance(g, DenseBatch):  # trainer.device_batches: made on the device, padded to its bucket
+            return self.compiled(self.model, *g.inputs())
         reason = eager_reason(self.model, g, nodes)
         if reason is not None:
             if reason not in self.said:

@@ -61,6 +61,7 @@ class TrainerConfig:
     resume: str | None
     heartbeat_s: float = 0.0  # configs written before trainer.heartbeat_s: no heartbeat
     compile: bool = False  # torch.compile the dense forward on bucketed shapes (engine/compiled.py)
+    device_batches: bool = False  # training batches made on the model's device (data/device_batches.py)
 
     @classmethod
     def from_mapping(cls, t: Mapping) -> TrainerConfig:
@@ -76,6 +77,7 @@ class TrainerConfig:
             resume=t.get("resume"),
             heartbeat_s=float(t.get("heartbeat_s", 0)),
             compile=bool(t.get("compile", False)),  # configs written before trainer.compile: eager
+            device_batches=bool(t.get("device_batches", False)),  # configs written before it: DGL's batches
         )
 
 

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from data.device_batches import DenseBatch
 from engine.distributed import SINGLE, World, all_sum
 from engine.tracking import Tracker
 
@@ -215,7 +216,9 @@ def train_epoch(
     )
     grad_clip = settings.grad_clip
     for g, y in bar:
-        g, y = g.to(graphs_on), y.to(device, non_blocking=True)
+        if not isinstance(g, DenseBatch):  # a batch made on the device (trainer.device_batches) is there already
+            g = g.to(graphs_on)
+        y = y.to(device, non_blocking=True)
         with autocast(device, settings.precision):
             if settings.phrase_loss:  # + the mean loss over every labelled word and phrase (SST)
                 logits, node_logits = model(g, nodes=True)  # (B, C), (N, C)
