@@ -2,12 +2,14 @@
 
 Exits non-zero, naming the file, the line and both values, when
 
-1. **a README headline number** differs from the results file its row links. The headline table is
+1. **a headline number** differs from the results file its row links. The headline tables are
    generated: ``docs/results/headline.json`` names, for every number, the results file, table, row and
    column it is read from; ``--write-headline`` reads those numbers into the JSON and rewrites README's
-   table between the ``<!-- headline:start -->`` and ``<!-- headline:end -->`` markers. The check reads
-   every number again from its results file and compares it with the JSON, and the README table with
-   what the JSON renders, so a number changed by hand in either place fails;
+   short table (each row's ``short`` cells, one number per cell) and ``docs/headline.md``'s full one
+   (every number, with its tables and commands) between their ``<!-- headline:start -->`` and
+   ``<!-- headline:end -->`` markers. The check reads every number again from its results file and
+   compares it with the JSON, and both tables with what the JSON renders, so a number changed by hand in
+   any of them fails;
 2. **a table under ``docs/results``** differs from what its writer makes of the committed per-run data
    (``docs/results/runs/<E>.jsonl`` records that ``make experiment`` writes, or a committed JSON:
    ``tools.replay``), or, for a table whose runs were never committed, from its sealed rows
@@ -27,7 +29,7 @@ Exits non-zero, naming the file, the line and both values, when
    dataset=sst; seed=0 > test_acc -->`` (the run's overrides but ``experiment=``, ``;`` between them).
 
     python -m tools.check_docs                   # check; exit 1 with one line per problem
-    python -m tools.check_docs --write-headline  # read the headline numbers again, rewrite README's table
+    python -m tools.check_docs --write-headline  # read the headline numbers again, rewrite both tables
     python -m tools.check_docs --write-untied    # list again the numbers no reference ties
     python -m tools.check_docs --seal docs/results/T.md 'make experiment E=T'   # runs lost: hold T's rows
     python -m tools.check_docs --render docs/results/T.md   # sources changed, runs gone: write T from its sources
@@ -51,6 +53,7 @@ from tools import (
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADLINE = Path("docs/results/headline.json")
+DETAILS = Path("docs/headline.md")  # the headline table in full: every number, its legend, tables and commands
 START, END = "<!-- headline:start -->", "<!-- headline:end -->"
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
@@ -112,11 +115,33 @@ def formatted(spec: dict, value: float) -> str:
 # ---------------------------------------------------------------- the headline table
 
 
+def _links(files: list[str], page: str, commands: dict[str, str] | None = None) -> str:
+    """Links to results tables from ``page`` (README at the root, or a page under docs/), each with its command."""
+    base = Path(page).parent
+    out = []
+    for file in files:
+        target = Path(file).relative_to(base) if base != Path(".") else Path(file)
+        command = f" (`{commands[file]}`)" if commands else ""
+        out.append(f"[{Path(file).stem}]({target.as_posix()}){command}")
+    return ", ".join(out)
+
+
 def render_headline(data: dict) -> list[str]:
+    """README's short table: each row's ``short`` cells, one number (with its seeds) per cell."""
+    lines = ["| " + " | ".join(data["short_columns"]) + " |", "|" + "---|" * len(data["short_columns"])]
+    for row in data["rows"]:
+        values, short = [v["value"] for v in row["values"]], row["short"]
+        cells = [row["task"], *(short[k].format(*values) for k in ("best", "transformer", "pretrained", "anchor"))]
+        lines.append("| " + " | ".join(cells + [_links(short["tables"], "README.md")]) + " |")
+    return lines
+
+
+def render_headline_details(data: dict) -> list[str]:
+    """The details page's table (DETAILS): every number of each row, its legend, its tables and commands."""
     lines = ["| " + " | ".join(data["columns"]) + " |", "|" + "---|" * len(data["columns"])]
     for row in data["rows"]:
         values = [v["value"] for v in row["values"]]
-        links = ", ".join(f"[{Path(t['file']).stem}]({t['file']}) (`{t['command']}`)" for t in row["tables"])
+        commands = {t["file"]: t["command"] for t in row["tables"]}
         pretrained = row.get("pretrained", "—").format(*values)  # GloVe inputs, the pretrained MiniLM
         cells = [
             row["task"],
@@ -124,10 +149,22 @@ def render_headline(data: dict) -> list[str]:
             row["transformer"].format(*values),
             pretrained,
             row["anchor"],
-            links,
+            _links(list(commands), str(DETAILS), commands),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+RENDERED = {"README.md": render_headline, str(DETAILS): render_headline_details}  # page -> its table
+
+
+def rewrite_headline(data: dict) -> None:
+    """Write the tables ``data`` renders between the markers of README and the details page."""
+    for page, render in RENDERED.items():
+        lines = (ROOT / page).read_text().splitlines()
+        start, end = lines.index(START), lines.index(END)
+        lines[start + 1 : end] = render(data)
+        (ROOT / page).write_text("\n".join(lines) + "\n")
 
 
 def read_headline() -> dict:
@@ -135,17 +172,15 @@ def read_headline() -> dict:
 
 
 def write_headline() -> list[str]:
-    """Read every headline number from its results file into headline.json, then rewrite README's table."""
+    """Read every headline number from its results file into headline.json, then rewrite README's table and
+    the details page's."""
     data = read_headline()
     for row in data["rows"]:
         for spec in row["values"]:
             value, _ = locate(spec)
             spec["value"] = formatted(spec, value)
     (ROOT / HEADLINE).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    readme = (ROOT / "README.md").read_text().splitlines()
-    start, end = readme.index(START), readme.index(END)
-    readme[start + 1 : end] = render_headline(data)
-    (ROOT / "README.md").write_text("\n".join(readme) + "\n")
+    rewrite_headline(data)
     return render_headline(data)
 
 
@@ -170,27 +205,45 @@ def check_headline() -> list[str]:
                     f"{HEADLINE}: row {row['task']!r} says {spec['value']}, "
                     f"{spec['file']}:{line} has {formatted(spec, value)}"
                 )
-    readme = (ROOT / "README.md").read_text().splitlines()
-    if START not in readme or END not in readme:
-        return problems + [f"README.md: no {START} ... {END} markers around the headline table"]
-    start, end = readme.index(START), readme.index(END)
-    have, want = readme[start + 1 : end], render_headline(data)
-    for k in range(max(len(have), len(want))):
-        a = have[k] if k < len(have) else "(missing)"
-        b = want[k] if k < len(want) else "(missing)"
-        if a == b:
+        short = row.get("short", {})
+        cited = {int(k) for cell in short.values() if isinstance(cell, str) for k in re.findall(r"\{(\d+)\}", cell)}
+        for k in sorted(cited):  # README's short row links the table of every number it shows
+            if k < len(row["values"]) and row["values"][k]["file"] not in short.get("tables", []):
+                problems.append(
+                    f"{HEADLINE}: row {row['task']!r}, short value {k} is read from {row['values'][k]['file']}, "
+                    f"which the short row does not link"
+                )
+        for file in short.get("tables", []):
+            if file not in linked:
+                problems.append(f"{HEADLINE}: row {row['task']!r}, short table {file} is not one of the row's tables")
+    for page, render in RENDERED.items():
+        if not (ROOT / page).is_file():
+            problems.append(
+                f"{page}: missing (it holds a headline table: `python -m tools.check_docs --write-headline`)"
+            )
             continue
-        na, nb = NUMBER.findall(a), NUMBER.findall(b)
-        diff = [(x, y) for x, y in zip(na, nb) if x != y]
-        what = (
-            f"says {diff[0][0]}, {HEADLINE} gives {diff[0][1]}"
-            if diff
-            else f"differs from what {HEADLINE} renders: {a!r} vs {b!r}"
-        )
-        problems.append(
-            f"README.md:{start + 2 + k}: headline table {what} (edit the JSON's sources, then "
-            f"`python -m tools.check_docs --write-headline`)"
-        )
+        lines = (ROOT / page).read_text().splitlines()
+        if START not in lines or END not in lines:
+            problems.append(f"{page}: no {START} ... {END} markers around the headline table")
+            continue
+        start, end = lines.index(START), lines.index(END)
+        have, want = lines[start + 1 : end], render(data)
+        for k in range(max(len(have), len(want))):
+            a = have[k] if k < len(have) else "(missing)"
+            b = want[k] if k < len(want) else "(missing)"
+            if a == b:
+                continue
+            na, nb = NUMBER.findall(a), NUMBER.findall(b)
+            diff = [(x, y) for x, y in zip(na, nb) if x != y]
+            what = (
+                f"says {diff[0][0]}, {HEADLINE} gives {diff[0][1]}"
+                if diff
+                else f"differs from what {HEADLINE} renders: {a!r} vs {b!r}"
+            )
+            problems.append(
+                f"{page}:{start + 2 + k}: headline table {what} (edit the JSON's sources, then "
+                f"`python -m tools.check_docs --write-headline`)"
+            )
     return problems
 
 
