@@ -123,18 +123,23 @@ def check_device_batches(impl: str, device: torch.device, construction, run, wor
         raise ValueError(f"trainer.device_batches=true {why}, {off}")
 
 
+def encoder_only(model, switch: str, what: str) -> GraphEncoder:
+    """``model`` when it is a GraphEncoder, else the one-line error that names ``switch``'s fix."""
+    if not isinstance(model, GraphEncoder):
+        raise ValueError(
+            f"{switch}=true {what} (gcn, gat, transformer, ...), and {type(model).__name__} is not one: "
+            f"use {switch}=false"
+        )
+    return model
+
+
 class DeviceDense(nn.Module):
     """``model`` (a GraphEncoder) taking the batches made on the device (:func:`device_logits`), eagerly. Holds
     ``model``'s own parameters: the optimiser, checkpoints and evaluation use ``model``."""
 
     def __init__(self, model: GraphEncoder):
         super().__init__()
-        if not isinstance(model, GraphEncoder):
-            raise ValueError(
-                f"trainer.device_batches=true makes the encoder family's dense batches (gcn, gat, transformer, ...), "
-                f"and {type(model).__name__} is not one: use trainer.device_batches=false"
-            )
-        self.model = model
+        self.model = encoder_only(model, "trainer.device_batches", "makes the encoder family's dense batches")
 
     def forward(self, batch: DenseBatch) -> torch.Tensor:
         return device_logits(self.model, batch)
@@ -174,12 +179,7 @@ class CompiledDense(nn.Module):
 
     def __init__(self, model: GraphEncoder, mode: str | None = None, backend=None, fullgraph: bool = True):
         super().__init__()
-        if not isinstance(model, GraphEncoder):
-            raise ValueError(
-                f"trainer.compile=true compiles the encoder family's dense forward (gcn, gat, transformer, ...), "
-                f"and {type(model).__name__} is not one: use trainer.compile=false"
-            )
-        self.model = model
+        self.model = encoder_only(model, "trainer.compile", "compiles the encoder family's dense forward")
         mode, backend = mode or compile_mode(model.device), backend or BACKEND
         options = {"mode": mode} if backend == "inductor" else {}
         # the shapes repeat by construction: static shapes, never dynamic ones (a CUDA graph needs them fixed);
