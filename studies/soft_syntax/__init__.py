@@ -40,12 +40,11 @@ from studies.pretrained_graphs import (
     judge,
     judged_cells,
     mean,
-    noise,
     runs_section,
     stats,
     verdict_text,
 )
-from tools.stats import Verdict
+from tools.stats import Verdict, target_verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENT = "soft_syntax"
@@ -294,8 +293,10 @@ def targets_section(cells: list[dict], pretrained_cells: list[dict], phrases: li
         "). The rule is pretrained_graphs' (issue 24's targets) with issue 33's "
         "3 seeds: each cell's mean best validation accuracy over its finished seeds; among the cells with 3 seeds "
         "the highest is chosen (a tie goes to the cell listed first: pretrained_graphs' complete graph before the "
-        "soft cells), and its mean test accuracy ± std over the seeds is the number, with its noise (2 binomial s.e. "
-        "at that accuracy on the test split). A cell with fewer seeds that is higher on validation is listed under "
+        "soft cells), and its mean test accuracy ± std over the seeds is the number. Met or missed is judged by "
+        f"the one rule of {RULE_PAGE} with the target as the other side (`tools.stats.against`: the seeds' "
+        "variance over their number plus the test split's binomial term, not divided by the seeds; Student's t, "
+        "two-sided 5%): within the noise, the target is met or missed on this test split, not beyond doubt. A cell with fewer seeds that is higher on validation is listed under "
         "it, not chosen.",
         "",
     ]
@@ -306,15 +307,10 @@ def targets_section(cells: list[dict], pretrained_cells: list[dict], phrases: li
             lines.append(label + "no cell has 3 seeds yet.")
         else:
             m = mean(chosen["test"])
-            spread = noise(m / 100, chosen["n_test"])
-            verdict = (
-                f"missed by {target - m:.2f} points"
-                if m < target
-                else f"met, by {m - target:.2f} points ({'within' if m - target < spread else 'beyond'} the noise)"
-            )
+            verdict = target_verdict(chosen["test"], target, chosen["n_test"])
             lines.append(
                 label + f"{m:.2f} ± {_sd(chosen['test']):.2f} ({chosen['name']}, {len(chosen['test'])} seeds, mean "
-                f"validation {mean(chosen['val']):.2f}, noise ±{spread:.2f}): {verdict}."
+                f"validation {mean(chosen['val']):.2f}): {verdict}."
             )
         for c in pending:
             lines.append(

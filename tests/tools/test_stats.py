@@ -58,6 +58,30 @@ def test_simulated_spread_and_effect_are_what_was_asked():
     assert np.mean(accs_a) - np.mean(accs_b) == pytest.approx(0.02, abs=0.002)
 
 
+def test_seeds_that_exchange_examples_stay_calibrated():
+    """Seeds that swap which examples are right while their accuracy barely moves (what the complete graph's
+    seeds do on ListOps: a 0.06-point spread where independent flips alone would give about 0.18) leave the
+    paired test term near zero, so the rule leans on the seeds' tiny spread. It must still call about 5% of
+    nulls findings there, down to a 0.1-point spread, and keep its power."""
+    nulls = stats.calibrate(trials=600, spreads=(0.001, 0.005), kinds=("exchange",), seed=4)
+    ours = [rate for key, rate in nulls.items() if key[0] == "tools.stats.compare"]
+    assert all(0.015 <= rate <= 0.08 for rate in ours), nulls
+    power = stats.calibrate(trials=200, spreads=(0.001,), kinds=("exchange",), effect=0.01, seed=5)
+    assert power[("tools.stats.compare", "exchange", 0.001)] >= 0.9, power
+
+
+def test_exchanged_flips_move_the_accuracy_less_than_independent_ones():
+    rng = np.random.default_rng(6)
+    logits = stats.SIM_CENTRE + stats.SIM_SPREAD * rng.normal(size=10_000)
+    p = stats.sigmoid(logits)
+    independent = math.sqrt((p * (1 - p)).sum()) / len(p)  # about 0.4 points here
+    spreads = [stats.simulate_exchange_cell(rng, logits, 3, 0.001).mean(1).std(ddof=1) for _ in range(300)]
+    assert math.sqrt(np.mean(np.square(spreads))) == pytest.approx(0.001, rel=0.2)
+    cell = stats.simulate_exchange_cell(rng, logits, 3, 0.001)
+    assert (cell[0] != cell[1]).mean() > 0.1  # the seeds do disagree example by example
+    assert independent > 3 * 0.001
+
+
 def test_paired_rule_by_hand():
     """The verdict's parts, worked out with numpy on a small example."""
     rng = np.random.default_rng(5)
@@ -119,3 +143,42 @@ def test_bad_input_is_refused_in_one_line():
     with pytest.raises(ValueError, match="unknown kind"):
         stats.simulated_pair(np.random.default_rng(0), "other")
     assert compare(Cell([]), Cell([0.5], n=10)).verdict == "not run yet"
+
+
+def test_a_cell_against_a_fixed_target_by_hand():
+    """``against``: one side of the rule. The seeds' variance over their number plus the binomial test term,
+    which is not divided by the seeds, on Welch-Satterthwaite df."""
+    accs, n = [0.90, 0.905, 0.897], 1821
+    v = stats.against(Cell(accs, n=n), 0.91)
+    seeds = np.var(accs, ddof=1) / 3
+    m = np.mean(accs)
+    test = m * (1 - m) / n
+    df = (seeds + test) ** 2 / (seeds**2 / 2 + test**2 / (n - 1))
+    assert v.diff == pytest.approx(m - 0.91)
+    assert v.se == pytest.approx(math.sqrt(seeds + test))
+    assert v.df == pytest.approx(df)
+    assert v.noise == pytest.approx(stats.t_quantile(df) * v.se)
+    assert v.verdict == stats.LEVEL_ANSWER and v.rule == "unpaired"
+    assert stats.against(Cell(accs, n=n), 0.85).verdict == "A higher"  # met beyond the noise
+    assert stats.against(Cell(accs, n=n), 0.95).verdict == "B higher"  # missed beyond it
+    assert stats.against(Cell([0.9], n=n), 0.91).verdict == "one seed: not judged"
+
+
+def test_against_calls_about_five_percent_of_cells_at_their_own_population_accuracy():
+    """Cells whose population accuracy is the target: with per-example predictions the rule calls about 5% of them
+    off target; without, the binomial fallback (which counts the seeds' flips twice) calls fewer: conservative."""
+    rng = np.random.default_rng(8)
+    population = stats.sigmoid(stats.SIM_CENTRE + stats.SIM_SPREAD * stats.POPULATION).mean()
+    paired = unpaired = 0
+    for _ in range(600):
+        a, _ = stats.simulated_pair(rng, "same", n=10_000, k=3, spread=0.007)
+        paired += stats.against(a, population).finding
+        unpaired += stats.against(Cell(a.accs, n=10_000), population).finding
+    assert 0.015 <= paired / 600 <= 0.08, paired / 600
+    assert unpaired <= paired, (unpaired, paired)
+
+
+def test_target_lines_say_met_or_missed_and_by_the_rule():
+    assert stats.target_verdict([95.3, 95.9, 95.6], 96, 500).startswith("missed by 0.40 points (within the ±")
+    assert stats.target_verdict([99.0, 99.1, 99.2], 96, 500).startswith("met by 3.10 points (beyond the ±")
+    assert stats.target_verdict([90.33], 90, 1821) == "met by 0.33 points (one seed: not judged)"
