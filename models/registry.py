@@ -30,7 +30,7 @@ class ModelConfig(Protocol):
     constants of the family as class attributes)."""
 
     name: str  # model.name
-    impl: str  # sparse | dense | auto: where its graphs may live (engine/placement.py), read by train.py
+    impl: str  # sparse | dense | auto | torch_sparse: how it computes a batch (models/impl.py), read by train.py
     hidden_dim: int  # the width engine/memory.py counts per node
 
     @classmethod
@@ -45,7 +45,7 @@ class ModelConfig(Protocol):
 
 class LayeredConfig(ModelConfig, Protocol):
     """A config of a family with ``memory="layers"``: engine/memory.py counts L rounds over the edges, and
-    foresees the dense path as ``engine.placement.choose_impl`` takes it."""
+    foresees the dense path as ``models.impl.choose_impl`` takes it."""
 
     num_layers: int
     num_heads: int
