@@ -213,10 +213,9 @@ def yaml_config(option: str, /, **overrides):
 def build_model(model_cfg, vocab_size, num_classes: int, construction=None):
     """The model ``model.name`` names, built by its family from its typed config (``model_cfg``: a mapping
     from YAML or a checkpoint, or a typed config), for graphs of ``construction``. ``vocab_size``: the
-    vocabulary's size or the ``data.vocab.Vocab`` itself (``model.embeddings=glove`` needs its tokens)."""
+    vocabulary's size or the ``data.vocab.Vocab`` itself (``model.embeddings=glove`` needs its tokens). The
+    config is checked against the graph once, where the config is parsed (``engine.config.parse_parts``)."""
     config = model_config(model_cfg)
-    if construction is not None:
-        config.check(construction.kind)
     family = family_of(config.name)
     if not family.takes_vocab and not isinstance(vocab_size, int):
         vocab_size = len(vocab_size)  # a Vocab: this family needs its size only
