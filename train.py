@@ -95,7 +95,7 @@ def build_data(run: RunConfig, devices: Devices, world: World) -> Data:
     splits = run.dataset.load_splits(dataset_cfg, bars)
     vocab = Vocab.from_counts(token_counts(splits["train"]), min_freq=int(dataset_cfg.get("min_freq", 1)))
     num_classes = num_classes_of(dataset_cfg, splits, run.dataset)
-    construction = models.make_construction(run.graph_cfg, vocab, run.model, run.graph)
+    construction = models.make_construction(run.graph_cfg, vocab, run.model)
     no_trees = construction.kind.gold_tree and "parent" not in splits["train"].column_names
     if no_trees and run.dataset.text:
         message = "graph=%s on %s: no gold trees, so the dependency parse (as graph=dep)"

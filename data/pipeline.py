@@ -25,9 +25,9 @@ from tqdm.auto import tqdm
 
 from data import cache
 from data.datasets import dataset_entry, dataset_names
-from data.graphs import STRUCTURAL_PE, GraphConstruction, GraphKind, graph_kind
+from data.graphs import GraphConstruction, make_construction  # noqa: F401  (make_construction: re-exported)
 from data.listops import describe_example  # noqa: F401  (re-exported: evaluate.py and the tools read it here)
-from data.vocab import PHRASE, Vocab
+from data.vocab import Vocab
 
 log = logging.getLogger(__name__)
 datasets.disable_progress_bars()  # our own bars say what is happening
@@ -57,38 +57,6 @@ def token_counts(ds: datasets.Dataset, name: str = "tokens") -> Counter:
 
     counted = pc.value_counts(pc.list_flatten(ds.with_format("arrow")[name]))
     return Counter(dict(zip(counted.field("values").to_pylist(), counted.field("counts").to_pylist())))
-
-
-MODEL_SETTINGS = ("cls_id", "phrase_id", "pe", "pe_dim", "pe_graph")  # set from the model and vocabulary below
-
-
-def make_construction(graph_cfg: Mapping, vocab: Vocab, model_cfg, kind: GraphKind | None = None) -> GraphConstruction:
-    """The graph construction for ``graph_cfg``, with what the model needs on its graphs
-    (a ``<cls>`` node for ``readout=cls``; ``ndata['pe']`` for a structural positional encoding).
-    Graphs over words; ``models.make_construction`` asks a family that builds its graphs on its own tokens
-    (a pretrained model's word pieces) for its own construction first. ``model_cfg``: the model's typed
-    config or a mapping; ``kind``: the graph's registry entry, when the caller has it (else looked up here, the
-    one lookup); the construction holds it (``GraphConstruction.kind``)."""
-    kind = kind or graph_kind(graph_cfg["name"])
-    model_cfg = model_cfg if isinstance(model_cfg, Mapping) else vars(model_cfg)  # a typed config: its fields
-    positional = model_cfg.get("positional", "none")
-    # the graph's own settings (self_loops, window, k, ... : GraphConstruction's fields), as its YAML sets them
-    settings = {
-        f.name: type(f.default)(graph_cfg[f.name])
-        for f in dataclasses.fields(GraphConstruction)
-        if f.name in graph_cfg and f.name not in MODEL_SETTINGS and isinstance(f.default, bool | int | float | str)
-    }
-    return GraphConstruction(
-        **settings,
-        cls_id=vocab.cls_id if model_cfg.get("readout", "mean") == "cls" else None,
-        # phrase nodes (binary_tree; tree on a gold constituency tree) are <phrase> tokens; vocabularies
-        # saved before <phrase> existed cannot read binary_tree, and never met a gold tree
-        **({"phrase_id": vocab.phrase_id} if kind.adds_nodes or PHRASE in vocab.stoi else {}),
-        pe=positional if positional in STRUCTURAL_PE else None,
-        pe_dim=int(model_cfg.get("pe_dim", 8)),
-        pe_graph=model_cfg.get("pe_graph", "tree"),
-        looked_up=kind,
-    )
 
 
 def node_labels(

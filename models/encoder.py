@@ -198,7 +198,7 @@ class GraphEncoder(nn.Module):
         if "pe" not in g.ndata:
             raise ValueError(
                 f"model.positional={self.positional} needs graphs built with it (ndata['pe']): "
-                "build them with data.pipeline.make_construction(graph_cfg, vocab, model_cfg)"
+                "build them with data.graphs.make_construction(graph_cfg, vocab, model_cfg)"
             )
         pe = g.ndata["pe"]
         if self.positional == "lap_pe" and self.training:

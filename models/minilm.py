@@ -527,14 +527,13 @@ def build_minilm_family(config: MiniLMConfig, vocab_size: int, num_classes: int,
     )
 
 
-def minilm_construction(config: MiniLMConfig, graph_cfg: Mapping, kind=None):
-    """The word-piece construction of ``graph=`` for this model's tokenizer. ``kind``: the graph's registry entry
-    (``data.graphs.GraphKind``), when the caller has it (else the construction looks it up)."""
+def minilm_construction(config: MiniLMConfig, graph_cfg: Mapping):
+    """The word-piece construction of ``graph=`` for this model's tokenizer (``ModelFamily.construction``)."""
     from dataclasses import fields
 
     from data.wordpiece import PieceConstruction
 
-    # the graph's own settings (window, k) as its YAML sets them, as data.pipeline.make_construction reads them
+    # the graph's own settings (window, k) as its YAML sets them, as data.graphs.make_construction reads them
     settings = {
         f.name: type(f.default)(graph_cfg[f.name])
         for f in fields(PieceConstruction)
@@ -546,7 +545,6 @@ def minilm_construction(config: MiniLMConfig, graph_cfg: Mapping, kind=None):
         max_pieces=config.max_pieces,
         distances=config.distances(),
         **{k: v for k, v in settings.items() if k != "max_pieces"},
-        looked_up=kind,
     )
 
 

@@ -24,6 +24,8 @@ from typing import Protocol
 
 import yaml
 
+from data.graphs import make_construction as word_construction
+
 
 class ModelConfig(Protocol):
     """What every family's typed config exposes (a frozen dataclass of exactly its YAML's keys, plus
@@ -108,8 +110,8 @@ class ModelFamily:
     memory: str = "layers"
     own_tokenizer: bool = False  # brings its own tokenizer and vocabulary (a pretrained model)
     graphs_on_own_tokens: bool = False  # its graphs are built over its own tokens (word pieces), not words
-    # for graphs_on_own_tokens: (typed config, graph config, GraphKind) -> the construction that turns a sentence's words
-    # into a graph on its tokens (data.wordpiece.PieceConstruction: tokenise, then lift the word-level graph)
+    # for graphs_on_own_tokens: (typed config, graph config) -> the construction that turns a sentence's words into a
+    # graph on its tokens (data.wordpiece.PieceConstruction: tokenise, then lift the word-level graph)
     construction: Callable | None = None
     # its builder gets the Vocab itself (tokens, training counts) in place of vocab_size, when the caller has
     # one: model.embeddings=glove looks its words up (models/embeddings.py)
@@ -222,21 +224,14 @@ def build_model(model_cfg, vocab_size, num_classes: int, construction=None):
     return family.build(config, vocab_size, num_classes, construction)
 
 
-def make_construction(graph_cfg: Mapping, vocab, model_cfg, kind=None):
+def make_construction(graph_cfg: Mapping, vocab, model_cfg):
     """The graph construction of a run: the model family's own (``graphs_on_own_tokens``: graphs on its word
-    pieces, from the same ``graph=``) or the word-level one of ``data.pipeline.make_construction``.
-    ``kind``: the graph's ``data.graphs.GraphKind``, when the caller has looked it up (train.py's
-    ``RunConfig.graph``; else looked up here, once), handed to the construction, which holds it;
-    ``model_cfg``: the typed config (or a mapping, which is typed here)."""
-    from data.pipeline import make_construction as word_construction
-
+    pieces, from the same ``graph=``; ``ModelFamily.construction``) or the word-level one that
+    ``data.graphs.make_construction`` builds. ``model_cfg``: the typed config (or a mapping, which is typed
+    here). The one place that picks; ``data/`` imports nothing of ``models/``."""
     name = model_cfg.get("name") if isinstance(model_cfg, Mapping) else getattr(model_cfg, "name", None)
     if name is not None:
         family = family_of(name)
         if family.graphs_on_own_tokens:
-            if kind is None:
-                from data.graphs import graph_kind
-
-                kind = graph_kind(graph_cfg["name"])  # the one lookup; an unknown graph: the registry's one line
-            return family.construction(model_config(model_cfg), graph_cfg, kind)
-    return word_construction(graph_cfg, vocab, model_cfg, kind)
+            return family.construction(model_config(model_cfg), graph_cfg)
+    return word_construction(graph_cfg, vocab, model_cfg)

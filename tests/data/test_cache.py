@@ -263,3 +263,33 @@ def test_lap_pe_graphs_cached_before_the_fixed_basis_are_not_reused(tmp_path):
         built = GraphDataset(ds, vocab, construction, "val", progress=False, cache_dir=tmp_path)
         old = cache.key_digest(GRAPHS_FORMAT, ds._fingerprint, dataclasses.asdict(construction), vocab.to_list())
         assert (built.cache_path.name == f"val-{old}.bin") is same_key, pe
+
+
+def test_construction_keys_are_as_before_and_a_construction_pickles():
+    """A construction's kind is ``GRAPH_KINDS[name]``, read when asked, and no field: the graph cache's key (its
+    fields) is what it was before constructions held their kind (the digests below were computed at 78e2db6),
+    and a pickled copy (a loader's worker, a tool) equals the original and builds the same graph."""
+    import dataclasses
+    import pickle
+
+    from data.graphs import GRAPH_KINDS
+    from data.pipeline import GRAPHS_FORMAT
+    from data.wordpiece import PieceConstruction
+
+    vocab = Vocab.build([["a", "b"]])
+    expected = [
+        (GraphConstruction("window", window=1), "aec632654b818f7dd84d"),
+        (GraphConstruction("tree", cls_id=3, pe="lap_pe"), "d8390e884e3846840257"),
+        (PieceConstruction("dep", "tok.json", distances="dep"), "0442a14a90543749f937"),
+    ]
+    for construction, digest in expected:
+        spec = dataclasses.asdict(construction)
+        assert cache.key_digest(GRAPHS_FORMAT, "fingerprint", spec, vocab.to_list()) == digest, construction
+        assert construction.kind is GRAPH_KINDS[construction.name]
+        copy = pickle.loads(pickle.dumps(construction))
+        assert copy == construction and copy.kind is construction.kind
+    window = GraphConstruction("window", window=1)
+    a, b = window([3, 4, 5]), pickle.loads(pickle.dumps(window))([3, 4, 5])
+    assert [t.tolist() for t in a.edges()] == [t.tolist() for t in b.edges()] and a.num_edges() == 7
+    with pytest.raises(ValueError, match="^unknown graph 'star'; valid graphs: complete, "):
+        GraphConstruction("star")
