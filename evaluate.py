@@ -23,7 +23,8 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from data.pipeline import GraphDataset, make_loader
+from data.batches import make_loader
+from data.graph_dataset import GraphDataset
 from engine.checkpoint import load_checkpoint, load_model
 from engine.config import exit_on_user_error, parse_parts
 from engine.evaluation import format_table, plot_confusion, predict, summarize

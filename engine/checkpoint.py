@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from data.pipeline import with_defaults
+from data.splits import with_defaults
 from data.vocab import Vocab
 from engine.config import parse_parts
 from engine.io import save_torch

@@ -11,8 +11,9 @@ import pytest
 import torch
 
 from data import cache, listops
+from data.graph_dataset import GraphDataset
 from data.graphs import GraphConstruction
-from data.pipeline import GraphDataset, load_splits
+from data.splits import load_splits
 from data.vocab import Vocab
 from tests.conftest import compose_config
 from train import run
@@ -181,7 +182,7 @@ def test_same_training_result_from_cached_data(tmp_path, monkeypatch):
 
 def test_arrow_columns_and_counts_are_the_rows():
     """train.py reads columns and the vocabulary's counts through Arrow: the same as going row by row."""
-    from data.pipeline import column, token_counts
+    from data.splits import column, token_counts
 
     splits = load_splits({**SMALL, "cache_dir": None}, progress=False)
     ds = splits["train"].select(range(0, 120, 3))  # with an indices mapping, as a selected split has
@@ -221,7 +222,7 @@ def test_parallel_writers_never_leave_a_partial_file(tmp_path, caplog):
 def test_packed_graphs_batch_equals_dgl_batch(tmp_path):
     import dgl
 
-    from data.pipeline import PackedGraphs, pack_graphs
+    from data.batches import PackedGraphs, pack_graphs
 
     ds, vocab, construction = graph_sets(tmp_path)
     fresh = GraphDataset(ds, vocab, construction, "val", progress=False)
@@ -236,7 +237,7 @@ def test_packed_graphs_batch_equals_dgl_batch(tmp_path):
 def test_loader_batches_a_cached_split_straight_from_the_arrays(tmp_path, monkeypatch):
     """A split read from the cache is batched by PackedGraphs.batch (no graph made one by one), and every batch,
     labels included, equals the collate of a freshly built split's."""
-    from data.pipeline import Batches, PackedGraphs, TrainBatches, collate
+    from data.batches import Batches, PackedGraphs, TrainBatches, collate
 
     ds, vocab, construction = graph_sets(tmp_path)
     fresh = GraphDataset(ds, vocab, construction, "val", progress=False)
@@ -256,7 +257,7 @@ def test_lap_pe_graphs_cached_before_the_fixed_basis_are_not_reused(tmp_path):
     changed, so a cache of the old positions is never read; every other construction's key did not."""
     import dataclasses
 
-    from data.pipeline import GRAPHS_FORMAT
+    from data.graph_cache import GRAPHS_FORMAT
 
     for pe, same_key in ((None, True), ("random_walk_pe", True), ("lap_pe", False)):
         ds, vocab, construction = graph_sets(tmp_path, GraphConstruction(name="tree", pe=pe, pe_dim=4))
@@ -272,8 +273,8 @@ def test_construction_keys_are_as_before_and_a_construction_pickles():
     import dataclasses
     import pickle
 
+    from data.graph_cache import GRAPHS_FORMAT
     from data.graphs import GRAPH_KINDS
-    from data.pipeline import GRAPHS_FORMAT
     from data.wordpiece import PieceConstruction
 
     vocab = Vocab.build([["a", "b"]])

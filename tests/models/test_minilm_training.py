@@ -16,7 +16,8 @@ import torch
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 import models
-from data.pipeline import GraphDataset, load_splits
+from data.graph_dataset import GraphDataset
+from data.splits import load_splits
 from data.vocab import Vocab
 from models.registry import yaml_mapping
 from tests.conftest import ROOT, compose_config, rescored_test_acc

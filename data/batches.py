@@ -1,218 +1,11 @@
-"""From config to batches: splits (HF ``datasets``) -> vocabulary -> one graph per sentence -> ``dgl.batch``.
-
-Graphs are built once per run, when the split is loaded, and reused every epoch; only the kNN
-construction adds edges later, in the model's forward pass.
-"""
+"""Batches of graphs for a loop: a split's graphs as flat arrays (:func:`pack_graphs`, :class:`PackedGraphs`,
+what the graph cache stores and ``data/device_batches.py`` reads), :func:`collate`, the training order
+(:class:`TrainBatches`) and the batches themselves (:class:`Batches`, :func:`make_loader`)."""
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import hashlib
-import io
-import json
-import logging
-import os
-from collections import Counter
-from collections.abc import Mapping
-from pathlib import Path
-
-import datasets
 import dgl
 import torch
-from torch.utils.data import Dataset
-from tqdm.auto import tqdm
-
-from data import cache
-from data.datasets import dataset_entry, dataset_names
-from data.graphs import GraphConstruction, make_construction  # noqa: F401  (make_construction: re-exported)
-from data.listops import describe_example  # noqa: F401  (re-exported: evaluate.py and the tools read it here)
-from data.vocab import Vocab
-
-log = logging.getLogger(__name__)
-datasets.disable_progress_bars()  # our own bars say what is happening
-
-
-def load_splits(cfg: Mapping, progress: bool = True) -> dict[str, datasets.Dataset]:
-    """``{"train"|"val"|"test": Dataset}`` with columns tokens, label, heads, depth, length, group: read by the
-    dataset's registry entry (``data/datasets.py``)."""
-    return dataset_entry(cfg["name"]).load_splits(cfg, progress)
-
-
-def with_defaults(cfg: Mapping) -> dict:
-    """A dataset config with the keys added after it was written filled in as :func:`load_splits` reads
-    them, so a checkpoint from before a key existed compares equal to the config that remakes its data."""
-    entry = dataset_entry(cfg["name"]) if cfg.get("name") in dataset_names() else None
-    return entry.upgrade(cfg) if entry is not None and entry.upgrade else dict(cfg)
-
-
-def column(ds: datasets.Dataset, name: str) -> list:
-    """One column as a list, converted by Arrow in one go (``ds[name]`` formats it row by row)."""
-    return ds.with_format("arrow")[name].to_pylist()
-
-
-def token_counts(ds: datasets.Dataset, name: str = "tokens") -> Counter:
-    """How often each token occurs in the split: the counts :meth:`Vocab.build` makes, counted by Arrow."""
-    import pyarrow.compute as pc
-
-    counted = pc.value_counts(pc.list_flatten(ds.with_format("arrow")[name]))
-    return Counter(dict(zip(counted.field("values").to_pylist(), counted.field("counts").to_pylist())))
-
-
-def node_labels(
-    num_nodes: int, num_tokens: int, labels: list[int], has_cls: bool, phrases: bool = True
-) -> torch.Tensor:
-    """(N,) the label of each node of a graph: the tokens' labels, then, when the graph's extra nodes are the
-    treebank's phrases (``phrases``: a gold-tree construction numbers them as the treebank does), the
-    phrases'. -1 for a node with none: the ``<cls>`` node, which comes last; a neutral phrase of binary
-    SST; a node that is no phrase of the treebank (graph=bpt's spans)."""
-    labelled = num_nodes - int(has_cls)  # tokens, and phrases if the graph has them
-    if phrases and labelled not in (num_tokens, len(labels)):
-        raise ValueError(f"a graph of {num_nodes} nodes for {num_tokens} tokens and {len(labels)} labelled nodes")
-    out = torch.full((num_nodes,), -1, dtype=torch.long)
-    known = labelled if phrases else num_tokens
-    out[:known] = torch.tensor(labels[:known], dtype=torch.long)
-    return out
-
-
-class GraphDataset(Dataset):
-    """The graphs of one split, with labels and the per-example breakdown fields.
-
-    Built once when the split is loaded, or, with ``lazy=True``, each time a batch asks for them: the
-    complete graph of a 2,000-token expression is 4M edges (64 MB of indices), so a split of long
-    expressions cannot hold all its graphs at once.
-
-    With ``cache_dir`` the built graphs are written to disk (``data/cache.py``: checked, atomic), keyed by the
-    split's content (its fingerprint), the construction and the vocabulary, and a later run reads them back
-    as flat arrays: each graph is made from its slice the first time a batch asks for it, the same graph
-    (edges in the same order, the same node and edge data) as building it again.
-    """
-
-    def __init__(
-        self,
-        ds: datasets.Dataset,
-        vocab: Vocab,
-        construction: GraphConstruction,
-        desc: str = "",
-        progress: bool = True,
-        cache_dir: str | os.PathLike | None = None,
-        lazy: bool = False,
-    ):
-        self._ds, self._vocab, self.construction = ds, vocab, construction
-        path = None
-        if cache_dir and not lazy:  # keyed by the split's content, the construction and the vocabulary
-            spec = dataclasses.asdict(construction)
-            parts = (GRAPHS_FORMAT, ds._fingerprint, spec, vocab.to_list())
-            if spec.get("pe") == "lap_pe":  # graphs cached before its repeated eigenspaces had a fixed basis: rebuilt
-                parts += (LAP_PE_BASIS,)
-            key = cache.key_digest(*parts)
-            path = Path(cache_dir) / "graphs" / f"{desc or 'split'}-{key}.bin"
-        self.cache_path = path
-        self.graphs, share = self._load_cached(path, len(ds)) if path is not None else (None, None)
-        if self.graphs is None and not lazy:
-            self.graphs = [
-                self.build(i)
-                for i in tqdm(range(len(ds)), desc=f"graphs {desc}".strip(), leave=False, disable=not progress)
-            ]
-            if path is not None:
-                packed = pack_graphs(self.graphs)
-                if packed is not None:  # graphs with differing data keys are not cached
-                    buffer = io.BytesIO()
-                    torch.save({"graphs": packed, "unknown_share": self.unknown_share}, buffer)
-                    cache.write(path, buffer.getvalue())
-        elif share is not None:
-            self.unknown_share = share
-        # what a batch sampler sorts by: node counts, or (lazy) token counts
-        if self.graphs is None:
-            self.sizes = [len(i) for i in self.ids]
-        else:
-            packed = isinstance(self.graphs, PackedGraphs)
-            self.sizes = self.graphs.num_nodes() if packed else [g.num_nodes() for g in self.graphs]
-        self.labels = torch.tensor(column(ds, "label"), dtype=torch.long)
-        self.meta = {k: column(ds, k) for k in ("depth", "length", "group") if k in ds.column_names}
-
-    @functools.cached_property
-    def fingerprint(self) -> str:
-        """What the split holds, in its order: the first 16 hex digits of a sha256 over every example's tokens
-        and label. Two runs' per-example test predictions compare example by example only when it matches."""
-        digest = hashlib.sha256()
-        for tokens, label in zip(column(self._ds, "tokens"), self.labels.tolist()):
-            digest.update(json.dumps([tokens, label], separators=(",", ":")).encode())
-            pass
-        return digest.hexdigest()[:16]
-
-    @functools.cached_property
-    def _encoded(self) -> datasets.Dataset:
-        vocab = self._vocab
-        return self._ds.map(lambda ex: {"ids": vocab.encode(ex["tokens"])})
-
-    @functools.cached_property
-    def ids(self) -> list:
-        # a construction on a model's own tokens (data.wordpiece.PieceConstruction) tokenises the words itself
-        reads_words = getattr(self.construction, "reads_words", False)
-        return column(self._encoded, "tokens" if reads_words else "ids")
-
-    @functools.cached_property
-    def heads(self) -> list:
-        return column(self._encoded, "heads") if "heads" in self._ds.column_names else [None] * len(self._ds)
-
-    @functools.cached_property
-    def gold(self) -> list:
-        cols = self._ds.column_names
-        if "parent" not in cols:
-            return [None] * len(self._ds)
-        return list(zip(column(self._encoded, "parent"), column(self._encoded, "slot")))
-
-    @functools.cached_property
-    def node_labels(self) -> list | None:
-        has_labels = "node_labels" in self._ds.column_names and not getattr(self.construction, "reads_words", False)
-        return column(self._encoded, "node_labels") if has_labels else None  # word pieces are not the treebank's nodes
-
-    @functools.cached_property
-    def unknown_share(self) -> float:
-        unk, ids = self._vocab.stoi["<unk>"], column(self._encoded, "ids")
-        return sum(i == unk for row in ids for i in row) / max(1, sum(len(row) for row in ids))
-
-    def build(self, i: int) -> dgl.DGLGraph:
-        """The graph of example i."""
-        g = self.construction(self.ids[i], self.heads[i], self.gold[i])
-        if self.node_labels is not None:  # SST: the sentiment of every word and phrase the graph has a node for
-            c = self.construction
-            phrases = c.kind.is_tree  # extra nodes of another kind (bpt's spans) have no label
-            g.ndata["label"] = node_labels(
-                g.num_nodes(), len(self.ids[i]), self.node_labels[i], c.cls_id is not None, phrases
-            )
-        return g
-
-    @staticmethod
-    def _load_cached(path: Path, expected: int) -> tuple:
-        """``(graphs, unknown share)`` from the cache, or ``(None, None)`` when it is absent or damaged (one
-        warning) or holds another number of graphs: they are built again."""
-        payload = cache.read(path, "graph")
-        if payload is None:
-            return None, None
-        try:
-            stored = torch.load(io.BytesIO(payload), weights_only=True)
-            graphs = PackedGraphs(stored["graphs"])
-        except Exception as e:  # a valid checksum over an unreadable payload: another version's format
-            log.warning("graph cache %s unreadable (%s): building the graphs again", path, str(e).splitlines()[0])
-            return None, None
-        if len(graphs) != expected:
-            log.warning("graph cache %s holds %d graphs, expected %d: building again", path, len(graphs), expected)
-            return None, None
-        return graphs, float(stored["unknown_share"])
-
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    def __getitem__(self, i: int):
-        return (self.graphs[i] if self.graphs is not None else self.build(i)), self.labels[i]
-
-
-GRAPHS_FORMAT = 3  # the graph cache's layout (pack_graphs); 1 was dgl.save_graphs
-LAP_PE_BASIS = (
-    "canonical-eigenspaces"  # in lap_pe graphs' cache keys only (data/graphs/positional.py); other keys unchanged
-)
 
 
 def pack_graphs(graphs: list[dgl.DGLGraph]) -> dict | None:
@@ -475,7 +268,7 @@ def _ahead(items, depth: int):
 
 
 def make_loader(
-    ds: GraphDataset,
+    ds,
     batch_size: int,
     shuffle: bool,
     seed: int = 0,
@@ -486,7 +279,7 @@ def make_loader(
     prefetch: int = 0,
     pin: bool = False,
 ) -> Batches:
-    """Batches of graphs (:class:`Batches`). Training (``shuffle``) uses :class:`TrainBatches`; evaluation keeps
+    """Batches of graphs (:class:`Batches`) of ``ds`` (a ``data.graph_dataset.GraphDataset``). Training (``shuffle``) uses :class:`TrainBatches`; evaluation keeps
     dataset order (``keep``: collated once, served every epoch). ``loader.rng`` is the generator that orders
     the training batches (saved for resume). ``prefetch``/``pin``: collate ahead in a thread, into pinned memory."""
     if shuffle:
@@ -496,12 +289,3 @@ def make_loader(
         return loader
     order = [list(range(i, min(i + batch_size, len(ds)))) for i in range(0, len(ds), batch_size)]
     return Batches(ds, order, keep=keep, prefetch=prefetch, pin=pin)
-
-
-def num_classes_of(cfg: Mapping, splits: dict, entry=None) -> int:
-    """The dataset's fixed number of classes, else ``cfg``'s ``num_classes``, else the largest label + 1
-    (``entry``: the dataset's registry entry, when the caller has it)."""
-    fixed = (entry or dataset_entry(cfg["name"])).num_classes
-    if fixed is not None:
-        return fixed
-    return int(cfg.get("num_classes") or max(max(ds["label"]) for ds in splits.values()) + 1)
