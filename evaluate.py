@@ -23,12 +23,14 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from data.pipeline import GraphDataset, make_loader
+from data.batches import make_loader
+from data.graph_dataset import GraphDataset
 from engine.checkpoint import load_checkpoint, load_model
 from engine.config import exit_on_user_error, parse_parts
 from engine.evaluation import format_table, plot_confusion, predict, summarize
 from engine.io import write_json
-from engine.placement import IMPLS, Placement
+from engine.placement import Placement
+from models.impl import check_impl
 
 log = logging.getLogger("evaluate")
 
@@ -36,9 +38,7 @@ log = logging.getLogger("evaluate")
 def place(cfg: DictConfig, model) -> tuple:
     """The model's device and its graphs' (``Placement.decide``), with ``impl=`` over the checkpoint's impl."""
     if cfg.impl is not None:  # a checkpoint trained with one impl evaluates with the other
-        if cfg.impl not in IMPLS:
-            raise ValueError(f"unknown impl {cfg.impl!r}; valid: {', '.join(IMPLS)}")
-        model.impl = cfg.impl
+        model.impl = check_impl(cfg.impl, "impl")
     devices = Placement.decide(cfg.device, model.impl).devices  # the model's device, the graphs'
     model.to(devices[0])
     return devices

@@ -32,10 +32,12 @@ from omegaconf import DictConfig
 from torch.nn.parallel import DistributedDataParallel
 
 import models
+from data.batches import Batches, make_loader
 from data.cache import cache_root
 from data.datasets import SPLITS
+from data.graph_dataset import GraphDataset
 from data.graphs import GraphConstruction
-from data.pipeline import Batches, GraphDataset, column, make_loader, num_classes_of, token_counts
+from data.splits import column, num_classes_of, token_counts
 from data.vocab import Vocab
 from engine.checkpoint import (
     Progress,
@@ -95,7 +97,7 @@ def build_data(run: RunConfig, devices: Devices, world: World) -> Data:
     splits = run.dataset.load_splits(dataset_cfg, bars)
     vocab = Vocab.from_counts(token_counts(splits["train"]), min_freq=int(dataset_cfg.get("min_freq", 1)))
     num_classes = num_classes_of(dataset_cfg, splits, run.dataset)
-    construction = models.make_construction(run.graph_cfg, vocab, run.model, run.graph)
+    construction = models.make_construction(run.graph_cfg, vocab, run.model)
     no_trees = construction.kind.gold_tree and "parent" not in splits["train"].column_names
     if no_trees and run.dataset.text:
         message = "graph=%s on %s: no gold trees, so the dependency parse (as graph=dep)"
@@ -125,8 +127,8 @@ def build_data(run: RunConfig, devices: Devices, world: World) -> Data:
 def device_loader(run: RunConfig, construction, train: GraphDataset, loader: Batches, device, world, lazy: bool):
     """``trainer.device_batches``: the training split kept on ``device`` (``DeviceSplit``), its batches made there
     in ``loader``'s sampler order; refused in one line where that cannot apply (``check_device_batches``)."""
+    from data.batches import PackedGraphs, pack_graphs
     from data.device_batches import DeviceBatches, DeviceSplit
-    from data.pipeline import PackedGraphs, pack_graphs
     from engine.compiled import check_device_batches
     from models.dense import bucket_length
 

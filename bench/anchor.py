@@ -8,12 +8,12 @@ Writes ``anchor.md`` to ``--out`` (default ``bench/results/<machine>/``, as ever
 command and the machine's load average at its top.
 
 **tagnn** is ``train.py model=transformer graph=complete`` on the ListOps default data: ``engine.loop.train_epoch``
-on ``train.build_data``'s batches (DGL graphs, made by ``data.pipeline``), as ``bench/loop.py``'s new loop.
+on ``train.build_data``'s batches (DGL graphs, made by ``data.batches``), as ``bench/loop.py``'s new loop.
 
 **plain** is the same model written as anyone would in stock PyTorch (:class:`PlainTransformer`): an
 ``nn.TransformerEncoder`` with the same width, depth, heads, feed-forward size, dropouts, pre/post LayerNorm,
 sinusoidal positions and mean readout, on padded token tensors kept on the device (:class:`PaddedSplit`: a batch
-is indexing), the same training split in the same batches (``data.pipeline.TrainBatches``, same seed and size,
+is indexing), the same training split in the same batches (``data.batches.TrainBatches``, same seed and size,
 bucketed by length), AdamW with ``conf/optim/adamw.yaml``'s settings, the same schedule and gradient clipping.
 It starts from tagnn's weights (:func:`copy_weights`: equal logits, tests/tools/test_anchor_bench.py), so the
 two have the same parameter count, and it reads the device once an epoch (tagnn: every ``trainer.log_every``
@@ -46,8 +46,8 @@ from torch import nn  # noqa: E402
 
 from bench.loop import NoTracker, build, sync, timed  # noqa: E402
 from bench.machine import add_arguments, invocation, machine_slug, pick_device, results_dir  # noqa: E402
+from data.batches import PackedGraphs, TrainBatches, collate, pack_graphs  # noqa: E402
 from data.device_batches import DeviceSplit  # noqa: E402
-from data.pipeline import PackedGraphs, TrainBatches, collate, pack_graphs  # noqa: E402
 from engine.distributed import SINGLE  # noqa: E402
 from engine.loop import PRECISIONS, make_schedule, train_epoch  # noqa: E402
 from models.encoder import sinusoidal_encoding  # noqa: E402

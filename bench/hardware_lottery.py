@@ -686,7 +686,7 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     machine = machine_name(device)
     print(f"# {machine} -> {out}", flush=True)
-    if not args.dgl_on_device:  # impl=sparse resolves to torch_sparse there, as in train.py (engine.placement)
+    if not args.dgl_on_device:  # impl=sparse resolves to torch_sparse there, as in train.py (models.impl.choose_impl)
         print(sparse_skip_line(device, "message passing in stock torch (models/torch_mp.py) runs instead"), flush=True)
     rows = [] if "layers" in args.skip else measure_layers(args, device, args.graphs, args.impls, args.ns)
     if rows:

@@ -13,7 +13,7 @@ old and new loops taking turns (the median of ``--epochs``):
 * **loader**: the training batches alone (collated and moved to the graphs' and labels' devices), no model;
 * **old epoch**: the loop of 7ef2f89, kept here as the reference: torch DataLoaders, three ``.item()`` reads
   of the device at every step;
-* **new epoch**: ``engine.loop.train_epoch`` on ``data.pipeline.make_loader``'s batches, as ``train.py`` now runs
+* **new epoch**: ``engine.loop.train_epoch`` on ``data.batches.make_loader``'s batches, as ``train.py`` now runs
   it (reads every ``trainer.log_every`` steps; on a GPU a thread collates ahead);
 * **validation**: old (a DataLoader collates every epoch) and new (batches collated once, kept).
 
@@ -39,7 +39,7 @@ from hydra import compose, initialize_config_dir  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
 from bench.machine import add_arguments, invocation, machine_slug, pick_device, results_dir  # noqa: E402
-from data.pipeline import collate  # noqa: E402
+from data.batches import collate  # noqa: E402
 from engine.config import check_config  # noqa: E402
 from engine.distributed import SINGLE, start_devices  # noqa: E402
 from engine.evaluation import predict  # noqa: E402

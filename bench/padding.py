@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 from hydra import compose, initialize_config_dir  # noqa: E402
 
 from data import listops  # noqa: E402
-from data.pipeline import TrainBatches  # noqa: E402
+from data.batches import TrainBatches  # noqa: E402
 
 
 def shares(lengths: list[int], batch_size: int, bucket: bool, seed: int = 0) -> tuple[float, float]:

@@ -1,7 +1,7 @@
 """Data built once: files on disk, keyed by everything that determines their content, checked when read.
 
-Generated ListOps splits (``data/listops.py``) and the graphs of every split (``data.pipeline.GraphDataset``)
-are written here by the first run that builds them and read by every later run and sweep job with the
+Generated ListOps splits (``data/listops.py``) and the graphs of every split (``data/graph_cache.py``, for
+``data.graph_dataset.GraphDataset``) are written here by the first run that builds them and read by every later run and sweep job with the
 same key. Where: ``dataset.cache_dir`` when the config sets it (``null`` turns caching off), else the
 environment variable ``TAGNN_CACHE_DIR`` (empty: off), else ``.cache/tagnn`` under the working directory
 (ignored by git). Delete the folder to reclaim the space; nothing else refers to it.

@@ -8,7 +8,7 @@ the sizes).
 ``engine.compiled.padded_inputs`` of the DGL batch of the same examples (tests/data/test_device_batches.py).
 :meth:`DeviceSplit.dense` adds what the eager forward needs to draw the same random numbers as the DGL path (each
 node's flat row and its place in the padded batch); :class:`DeviceBatches` serves a training split's batches
-in a :class:`data.pipeline.TrainBatches` order (``trainer.device_batches``: train.py, engine/compiled.py).
+in a :class:`data.batches.TrainBatches` order (``trainer.device_batches``: train.py, engine/compiled.py).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class DenseBatch:
 
 
 class DeviceSplit:
-    """One split's graphs as flat tensors on ``device``, from :func:`data.pipeline.pack_graphs`' dict and the
+    """One split's graphs as flat tensors on ``device``, from :func:`data.batches.pack_graphs`' dict and the
     labels. ``complete``: the complete graph with self loops (no edges kept: implied by the sizes); ``edge_types``:
     the (B, n, n) types too; ``root``: each graph's root (``model.readout=root``)."""
 
@@ -122,9 +122,9 @@ class DeviceSplit:
 
 class DeviceBatches:
     """A training split's batches made on the device (:meth:`DeviceSplit.dense`), in the order ``batch_sampler``
-    gives (train.py: the :class:`data.pipeline.TrainBatches` the DGL loader would use, so both make the same
+    gives (train.py: the :class:`data.batches.TrainBatches` the DGL loader would use, so both make the same
     batches); ``pad``: a batch's padded length from its largest graph's (``trainer.compile``: the bucket), or
-    None (the largest). Each pass draws one number from torch's global generator, as ``data.pipeline.Batches``
+    None (the largest). Each pass draws one number from torch's global generator, as ``data.batches.Batches``
     does, so dropout draws what it draws with DGL batches. ``rng``: the sampler's generator (saved for resume)."""
 
     def __init__(self, split: DeviceSplit, batch_sampler, pad=None):

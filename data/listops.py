@@ -189,7 +189,7 @@ def generate(
 
     They come in the order they were drawn, so early ones are shorter on average (short
     expressions are used up first by the de-duplication): shuffle before slicing splits
-    (``data.pipeline.load_splits`` does).
+    (``data.splits.load_splits`` does).
 
     ``sampler``: how a draw outside the length range is thrown away; both give the same distribution
     (the recipe's trees, conditioned on their length), from different random streams.

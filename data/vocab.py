@@ -29,7 +29,7 @@ class Vocab:
 
     @classmethod
     def from_counts(cls, counts: Counter, min_freq: int = 1) -> Vocab:
-        """:meth:`build` from the training split's token counts (``data.pipeline.token_counts`` counts them)."""
+        """:meth:`build` from the training split's token counts (``data.splits.token_counts`` counts them)."""
         kept = sorted(
             (t for t, c in counts.items() if c >= min_freq and t not in SPECIALS), key=lambda t: (-counts[t], t)
         )

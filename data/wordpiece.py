@@ -40,14 +40,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import InitVar, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import dgl
 import torch
 
 from data.graphs import GRAPH_KINDS, GraphKind, graph_kind
-from data.graphs.construction import HoldsKind, held_kind
 from data.graphs.lift import lift_edges, phrase_spans
 
 log = logging.getLogger(__name__)
@@ -204,7 +203,7 @@ def word_edges(
     extra nodes' word spans)``, as its registry entry (``data.graphs.GraphKind.word_graph``) makes it.
     ``dep`` needs ``heads`` (-1 at a root); a gold-tree kind (``tree``) takes the gold constituency
     ``parent`` (phrases become extra nodes) or, without it, ``heads``. ``graph``: the name, or its registry
-    entry (a :class:`PieceConstruction` passes the one it holds: no lookup per sentence)."""
+    entry (a :class:`PieceConstruction` passes its ``kind``)."""
     kind = graph if isinstance(graph, GraphKind) else graph_kind(graph)  # an unknown name: one line, the valid ones
     if kind.word_graph is None:
         raise ValueError(
@@ -252,7 +251,7 @@ def piece_graph(
 
 
 @dataclass
-class PieceConstruction(HoldsKind):
+class PieceConstruction:
     """The graph construction of a model that reads its own WordPiece tokens (``ModelFamily.graphs_on_own_tokens``):
     ``construction(words, heads, gold) -> DGLGraph`` tokenises the sentence's words and lifts the word-level
     graph ``name`` to the pieces (module docstring). ``gold``: the dataset's ``(parent, slot)`` gold tree, read
@@ -271,21 +270,24 @@ class PieceConstruction(HoldsKind):
     dynamic: bool = False
     dense_complete: bool = False
     distances: str = "none"  # none | dep | tree: edata["dist"] on every edge (module docstring); in the cache key
-    looked_up: InitVar[GraphKind | None] = None  # GRAPH_KINDS[name], when the caller has it; no field, not in the key
 
-    def __post_init__(self, looked_up: GraphKind | None):
+    def __post_init__(self):
         valid = ("none", *distance_trees())
         if self.distances not in valid:
             raise ValueError(f"unknown tree for the distance buckets {self.distances!r}; valid: {', '.join(valid)}")
         self._fallback_logged = False
-        self._kind = held_kind(self.name, looked_up)  # an unknown name: the registry's one line
-        if self._kind.word_graph is None:
+        if self.kind.word_graph is None:  # an unknown name: the registry's one line
             raise ValueError(
                 f"graph={self.name} is not built on word pieces; valid graphs here: {', '.join(piece_graphs())}"
             )
         self._wordpiece = None
         # the distances' tree reads the gold tree where there is one (tree), or the dependency parse (dep)
         self._reads_gold = self.distances != "none" and graph_kind(self.distances).gold_tree
+
+    @property
+    def kind(self) -> GraphKind:
+        """The graph's registry entry: ``GRAPH_KINDS[self.name]``."""
+        return graph_kind(self.name)
 
     @property
     def wordpiece(self) -> WordPiece:

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from data.pipeline import with_defaults
+from data.splits import with_defaults
 from data.vocab import Vocab
 from engine.config import parse_parts
 from engine.io import save_torch
@@ -100,7 +100,7 @@ def load_model(ckpt: dict, path: str | os.PathLike = "checkpoint"):
     """Rebuild ``(model, vocab, construction, config)`` from a loaded checkpoint (``config``: upgraded)."""
     config, vocab = upgrade_config(ckpt["config"]), Vocab(ckpt["vocab"])
     parts = parse_parts({"graph": config["graph"], "model": config["model"]})
-    construction = make_construction(config["graph"], vocab, parts.model, parts.graph)
+    construction = make_construction(config["graph"], vocab, parts.model)
     model = build_model(parts.model, vocab, int(ckpt["num_classes"]), construction)
     rows = ckpt["model"].get("embed.weight", ckpt["model"].get("embed.found"))  # learned | glove
     # a family with its own tokenizer has its vocabulary in its weights, not in ckpt["vocab"]

@@ -39,10 +39,14 @@ class Parts:
 
 def parse_parts(config: Mapping) -> Parts:
     """The registry entries of ``config``'s dataset and graph and its model's typed config (a section that
-    is absent stays None): the one place a config's names are looked up."""
+    is absent stays None): the one place a config's names are looked up, and the one place the model's config
+    is checked against the graph (``ModelConfig.check``), once a run (``check_config``) or a checkpoint
+    (``engine.checkpoint.load_model``)."""
     dataset = None if config.get("dataset") is None else dataset_entry(config["dataset"]["name"])
     graph = None if config.get("graph") is None else graph_kind(config["graph"]["name"])
     model = None if config.get("model") is None else model_config(config["model"])
+    if model is not None and graph is not None:
+        model.check(graph)
     return Parts(model, graph, dataset)
 
 
@@ -184,9 +188,9 @@ def check_choices(cfg: DictConfig) -> None:
 
 
 def check_across(cfg: DictConfig, parts: Parts) -> None:
-    """The rules that span groups: the model and the graph, the graph and the dataset, the loss and the dataset."""
+    """The rules that span groups: the graph and the dataset, the loss and the dataset (the model and the graph:
+    :func:`parse_parts`)."""
     dataset, graph = parts.dataset, parts.graph
-    parts.model.check(graph)
     if graph.text_only and not dataset.text:
         raise ValueError(
             f"graph={graph.name} is the dependency parse of text, and dataset={cfg.dataset.name} is not text: "

@@ -48,7 +48,7 @@ def start(use_cuda: bool) -> World:
 
 
 def start_devices(device: str, impl: str) -> tuple[Placement, World]:
-    """The placement (the model's device, the graphs', the impl: :class:`engine.placement.Placement`) and the
+    """The placement (the model's device, the graphs': :class:`engine.placement.Placement`) and the
     processes a run trains on: under ``torchrun`` on GPUs, each process takes the GPU of its local rank; only
     rank 0 logs below warnings."""
     model_device = pick_device(device)

@@ -14,8 +14,9 @@ from __future__ import annotations
 import torch
 
 from data.graphs import GraphConstruction
-from engine.placement import Placement, choose_impl
+from engine.placement import Placement
 from models import family_of
+from models.impl import choose_impl
 from models.registry import ModelConfig
 
 FLOATS_PER_EDGE_HEAD = 6  # sparse: per edge and head, per layer (measured: about 2 for the Transformer)
@@ -82,7 +83,7 @@ def estimate_bytes(config: ModelConfig, construction: GraphConstruction, n: int,
 
 
 def runs_dense(config: ModelConfig, construction: GraphConstruction, n: int, devices) -> bool:
-    """Will a batch of n-token sentences run on the dense path? As ``engine.placement.choose_impl`` decides
+    """Will a batch of n-token sentences run on the dense path? As ``models.impl.choose_impl`` decides
     for every batch: always with impl=dense; with auto, when the graphs cannot follow the model to its device
     (DGL's CPU wheel and a GPU), on a GPU up to ``GPU_DENSE_MAX_NODES`` nodes, else when edges fill at least
     ``dense_min_density`` of the padded pairs. ``devices``: (the model's, the graphs'), or a ``Placement``;

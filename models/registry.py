@@ -24,13 +24,15 @@ from typing import Protocol
 
 import yaml
 
+from data.graphs import make_construction as word_construction
+
 
 class ModelConfig(Protocol):
     """What every family's typed config exposes (a frozen dataclass of exactly its YAML's keys, plus
     constants of the family as class attributes)."""
 
     name: str  # model.name
-    impl: str  # sparse | dense | auto: where its graphs may live (engine/placement.py), read by train.py
+    impl: str  # sparse | dense | auto | torch_sparse: how it computes a batch (models/impl.py), read by train.py
     hidden_dim: int  # the width engine/memory.py counts per node
 
     @classmethod
@@ -45,7 +47,7 @@ class ModelConfig(Protocol):
 
 class LayeredConfig(ModelConfig, Protocol):
     """A config of a family with ``memory="layers"``: engine/memory.py counts L rounds over the edges, and
-    foresees the dense path as ``engine.placement.choose_impl`` takes it."""
+    foresees the dense path as ``models.impl.choose_impl`` takes it."""
 
     num_layers: int
     num_heads: int
@@ -108,8 +110,8 @@ class ModelFamily:
     memory: str = "layers"
     own_tokenizer: bool = False  # brings its own tokenizer and vocabulary (a pretrained model)
     graphs_on_own_tokens: bool = False  # its graphs are built over its own tokens (word pieces), not words
-    # for graphs_on_own_tokens: (typed config, graph config, GraphKind) -> the construction that turns a sentence's words
-    # into a graph on its tokens (data.wordpiece.PieceConstruction: tokenise, then lift the word-level graph)
+    # for graphs_on_own_tokens: (typed config, graph config) -> the construction that turns a sentence's words into a
+    # graph on its tokens (data.wordpiece.PieceConstruction: tokenise, then lift the word-level graph)
     construction: Callable | None = None
     # its builder gets the Vocab itself (tokens, training counts) in place of vocab_size, when the caller has
     # one: model.embeddings=glove looks its words up (models/embeddings.py)
@@ -213,31 +215,23 @@ def yaml_config(option: str, /, **overrides):
 def build_model(model_cfg, vocab_size, num_classes: int, construction=None):
     """The model ``model.name`` names, built by its family from its typed config (``model_cfg``: a mapping
     from YAML or a checkpoint, or a typed config), for graphs of ``construction``. ``vocab_size``: the
-    vocabulary's size or the ``data.vocab.Vocab`` itself (``model.embeddings=glove`` needs its tokens)."""
+    vocabulary's size or the ``data.vocab.Vocab`` itself (``model.embeddings=glove`` needs its tokens). The
+    config is checked against the graph once, where the config is parsed (``engine.config.parse_parts``)."""
     config = model_config(model_cfg)
-    if construction is not None:
-        config.check(construction.kind)
     family = family_of(config.name)
     if not family.takes_vocab and not isinstance(vocab_size, int):
         vocab_size = len(vocab_size)  # a Vocab: this family needs its size only
     return family.build(config, vocab_size, num_classes, construction)
 
 
-def make_construction(graph_cfg: Mapping, vocab, model_cfg, kind=None):
+def make_construction(graph_cfg: Mapping, vocab, model_cfg):
     """The graph construction of a run: the model family's own (``graphs_on_own_tokens``: graphs on its word
-    pieces, from the same ``graph=``) or the word-level one of ``data.pipeline.make_construction``.
-    ``kind``: the graph's ``data.graphs.GraphKind``, when the caller has looked it up (train.py's
-    ``RunConfig.graph``; else looked up here, once), handed to the construction, which holds it;
-    ``model_cfg``: the typed config (or a mapping, which is typed here)."""
-    from data.pipeline import make_construction as word_construction
-
+    pieces, from the same ``graph=``; ``ModelFamily.construction``) or the word-level one that
+    ``data.graphs.make_construction`` builds. ``model_cfg``: the typed config (or a mapping, which is typed
+    here). The one place that picks; ``data/`` imports nothing of ``models/``."""
     name = model_cfg.get("name") if isinstance(model_cfg, Mapping) else getattr(model_cfg, "name", None)
     if name is not None:
         family = family_of(name)
         if family.graphs_on_own_tokens:
-            if kind is None:
-                from data.graphs import graph_kind
-
-                kind = graph_kind(graph_cfg["name"])  # the one lookup; an unknown graph: the registry's one line
-            return family.construction(model_config(model_cfg), graph_cfg, kind)
-    return word_construction(graph_cfg, vocab, model_cfg, kind)
+            return family.construction(model_config(model_cfg), graph_cfg)
+    return word_construction(graph_cfg, vocab, model_cfg)

@@ -9,7 +9,9 @@ from pathlib import Path
 import datasets
 import torch
 
-from data.pipeline import GraphDataset, load_splits, make_loader
+from data.batches import make_loader
+from data.graph_dataset import GraphDataset
+from data.splits import load_splits
 from engine.checkpoint import load_checkpoint, load_model
 
 

@@ -24,7 +24,8 @@ What they share, one module each (none of them imports this package or a constru
   positional.py    structural positional encodings (``lap_pe``, ``random_walk_pe``).
   registry.py      ``GraphKind``, ``Built``, ``register_graph``, ``graph_kind``: the registry.
   construction.py  ``GraphConstruction``: the shared assembler (``<phrase>`` tokens, positions, root, edge types,
-                   positional encoding, ``<cls>``) around a construction's ``build``.
+                   positional encoding, ``<cls>``) around a construction's ``build``; ``make_construction``:
+                   a run's construction from its graph and model configs.
   lift.py          the WordPiece lifting rule (``lift_edges``), used by ``data/wordpiece.py``.
 
 ``self_loops`` adds ``i -> i`` so a node keeps its own state in the aggregation (the Transformer's query attends
@@ -38,9 +39,9 @@ constructions also store, per node, ``ndata['parent']`` (-1 at a root), ``ndata[
 parent's children) and ``ndata['height']`` (0 at a leaf, 1 + the tallest child otherwise): the schedule of the
 recursive models (``models/recursive.py``).
 
-``graph=dep`` travels: ``graph_kind("dep")`` (``registry.py``; once a run, in ``engine.config.check_config``) ->
-``GRAPH_KINDS["dep"]``, registered by ``dep.py`` when this package imports it -> handed down to
-``GraphConstruction(name="dep", looked_up=kind)`` (``construction.py``), which holds it -> for each sentence
+``graph=dep`` travels: ``make_construction({"name": "dep", ...}, vocab, model_cfg)`` (``construction.py``) ->
+``GraphConstruction(name="dep")``, whose ``kind`` is ``GRAPH_KINDS["dep"]`` (``graph_kind``, ``registry.py``:
+the entry ``dep.py`` registered when this package imported it) -> for each sentence
 ``construction(tok_ids, heads)`` -> ``kind.build``, i.e. ``dep.build`` -> ``tree_utils.heads_over`` and
 ``tree_built`` -> ``edges.tree_edges``.
 """
@@ -48,7 +49,7 @@ recursive models (``models/recursive.py``).
 import importlib
 import pkgutil
 
-from data.graphs.construction import GraphConstruction
+from data.graphs.construction import GraphConstruction, make_construction
 from data.graphs.edges import (
     CLS_EDGE,
     EDGE_TYPES,
@@ -110,6 +111,7 @@ __all__ = [
     "graph_kind",
     "knn_edges",
     "laplacian_pe",
+    "make_construction",
     "positional_edge_types",
     "random_walk_pe",
     "register_graph",

@@ -1,4 +1,5 @@
-"""The shared assembler: :class:`GraphConstruction` turns one sentence into a DGL graph.
+"""The shared assembler: :class:`GraphConstruction` turns one sentence into a DGL graph, and
+:func:`make_construction` makes a run's word-level construction from its graph and model configs.
 
 A construction's own ``build`` (``data/graphs/<name>.py``) gives the edges, and any extra nodes, tree and root;
 everything else is assembled here the same way for every construction: the ``<phrase>`` tokens of extra
@@ -7,7 +8,9 @@ nodes, positions, the root flag, edge types, the structural positional encoding 
 
 from __future__ import annotations
 
-from dataclasses import InitVar, dataclass
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import dgl
 import torch
@@ -17,52 +20,20 @@ from data.graphs.edges import CLS_EDGE, SELF, Edges, cls_edges, edge_types
 from data.graphs.positional import PE_GRAPHS, STRUCTURAL_PE, positions
 from data.graphs.registry import Built, GraphKind, graph_kind
 from data.graphs.tree_utils import tree_schedule
-from data.vocab import PHRASE, SPECIALS
-
-
-def held_kind(name: str, looked_up: GraphKind | None) -> GraphKind:
-    """The registry entry a construction named ``name`` holds: ``looked_up`` when its caller has it (checked to be
-    ``name``'s), else :func:`graph_kind`'s (an unknown name refused in one line)."""
-    if looked_up is None:
-        return graph_kind(name)
-    if looked_up.name != name:
-        raise ValueError(f"a construction of graph={name} given the registry entry of graph={looked_up.name}")
-    return looked_up
-
-
-class HoldsKind:
-    """What a construction (``GraphConstruction``, ``data.wordpiece.PieceConstruction``) does with the registry
-    entry it holds: reads it as ``kind``, and leaves it out when pickled (a loader's copy, a checkpoint: the
-    entry's functions may be lambdas), looking it up again by ``name`` when read back."""
-
-    name: str
-    _kind: GraphKind
-
-    @property
-    def kind(self) -> GraphKind:
-        """The graph's registry entry: the caller's (``looked_up``), else looked up once when made."""
-        return self._kind
-
-    def __getstate__(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "_kind"}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._kind = graph_kind(self.name)
+from data.vocab import PHRASE, SPECIALS, Vocab
 
 
 @dataclass
-class GraphConstruction(HoldsKind):
+class GraphConstruction:
     """A named construction with its settings: ``construction(tok_ids, heads) -> DGLGraph``.
 
     The graph carries ``ndata['tok']`` (token ids), ``ndata['pos']`` (positions, -1 for
     ``<cls>``) and ``ndata['root']`` (True at the tree's root, else at token 0).
     For a ``dynamic`` construction (knn), the graph built here holds only the nodes (and ``<cls>``
     edges); the model rebuilds its edges from its current features (``models/knn.py``).
-    Its facts (tree, extra nodes, edge count...) are its :class:`GraphKind`'s, ``self.kind``: the registry entry
-    the caller looked up (``looked_up``: ``engine.config.check_config``'s, handed down by ``make_construction``),
-    else looked up here, once. The fields are the graph cache's key (``data/pipeline.py``): a new field changes
-    every key; ``looked_up`` is no field (not in ``asdict``, the key, ``repr`` or ``==``).
+    Its facts (tree, extra nodes, edge count...) are its :class:`GraphKind`'s, ``self.kind``: the registry
+    entry of ``name``. The fields are the graph cache's key (``data/graph_cache.py``): a new field changes
+    every key.
     """
 
     name: str = COMPLETE.name  # the default construction
@@ -74,16 +45,20 @@ class GraphConstruction(HoldsKind):
     pe: str | None = None  # lap_pe | random_walk_pe: store ndata['pe'] (n, pe_dim), zeros at <cls>
     pe_dim: int = 8
     pe_graph: str = "tree"  # the graph the positions come from: tree | chain (i - 1 -- i) | graph (this one)
-    looked_up: InitVar[GraphKind | None] = None  # GRAPH_KINDS[name], when the caller has it
 
-    def __post_init__(self, looked_up: GraphKind | None):
-        kind = self._kind = held_kind(self.name, looked_up)
+    def __post_init__(self):
+        kind = self.kind  # an unknown name: the registry's one line
         if self.pe is not None and self.pe not in STRUCTURAL_PE:
             raise ValueError(f"unknown structural positional encoding {self.pe!r}; valid: {', '.join(STRUCTURAL_PE)}")
         if self.pe_graph not in PE_GRAPHS:
             raise ValueError(f"unknown model.pe_graph {self.pe_graph!r}; valid: {', '.join(PE_GRAPHS)}")
         if kind.check is not None:
             kind.check(self)
+
+    @property
+    def kind(self) -> GraphKind:
+        """The graph's registry entry: ``GRAPH_KINDS[self.name]``."""
+        return graph_kind(self.name)
 
     @property
     def dynamic(self) -> bool:
@@ -168,3 +143,33 @@ class GraphConstruction(HoldsKind):
         if nodes["parent"] is not None:
             nodes["parent"] = torch.cat([nodes["parent"], torch.tensor([-1])])
         return torch.cat([src, cs]), torch.cat([dst, cd]), torch.cat([etype, cls_type])
+
+
+MODEL_SETTINGS = ("cls_id", "phrase_id", "pe", "pe_dim", "pe_graph")  # set from the model and vocabulary below
+
+
+def make_construction(graph_cfg: Mapping, vocab: Vocab, model_cfg) -> GraphConstruction:
+    """The word-level graph construction for ``graph_cfg``, with what the model needs on its graphs
+    (a ``<cls>`` node for ``readout=cls``; ``ndata['pe']`` for a structural positional encoding).
+    ``model_cfg``: the model's typed config or a mapping. A family whose graphs are built on its own tokens
+    (a pretrained model's word pieces) brings its own construction instead (``models.make_construction``
+    picks)."""
+    kind = graph_kind(graph_cfg["name"])  # an unknown name: the registry's one line
+    model_cfg = model_cfg if isinstance(model_cfg, Mapping) else vars(model_cfg)  # a typed config: its fields
+    positional = model_cfg.get("positional", "none")
+    # the graph's own settings (self_loops, window, k, ... : GraphConstruction's fields), as its YAML sets them
+    settings = {
+        f.name: type(f.default)(graph_cfg[f.name])
+        for f in dataclasses.fields(GraphConstruction)
+        if f.name in graph_cfg and f.name not in MODEL_SETTINGS and isinstance(f.default, bool | int | float | str)
+    }
+    return GraphConstruction(
+        **settings,
+        cls_id=vocab.cls_id if model_cfg.get("readout", "mean") == "cls" else None,
+        # phrase nodes (binary_tree; tree on a gold constituency tree) are <phrase> tokens; vocabularies
+        # saved before <phrase> existed cannot read binary_tree, and never met a gold tree
+        **({"phrase_id": vocab.phrase_id} if kind.adds_nodes or PHRASE in vocab.stoi else {}),
+        pe=positional if positional in STRUCTURAL_PE else None,
+        pe_dim=int(model_cfg.get("pe_dim", 8)),
+        pe_graph=model_cfg.get("pe_graph", "tree"),
+    )

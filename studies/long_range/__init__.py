@@ -44,7 +44,10 @@ import torch
 from torch.utils.data import DataLoader
 
 from data import listops
-from data.pipeline import GraphDataset, collate, describe_example, load_splits
+from data.batches import collate
+from data.graph_dataset import GraphDataset
+from data.listops import describe_example
+from data.splits import load_splits
 from engine.checkpoint import load_checkpoint, load_model
 from engine.evaluation import LENGTH_BUCKETS, predict, summarize
 from engine.io import write_json, write_text

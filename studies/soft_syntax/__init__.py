@@ -467,7 +467,7 @@ def measure_time(dataset: str, data_dir: str, batch: int = 32, reps: int = 15) -
     from hydra import compose, initialize_config_dir
 
     import models
-    from data.pipeline import load_splits
+    from data.splits import load_splits
     from data.vocab import Vocab
 
     base = [f"dataset={dataset}", f"dataset.data_dir={data_dir}", "model=minilm"]

@@ -11,8 +11,9 @@ import pytest
 import torch
 
 from data import cache, listops
+from data.graph_dataset import GraphDataset
 from data.graphs import GraphConstruction
-from data.pipeline import GraphDataset, load_splits
+from data.splits import load_splits
 from data.vocab import Vocab
 from tests.conftest import compose_config
 from train import run
@@ -181,7 +182,7 @@ def test_same_training_result_from_cached_data(tmp_path, monkeypatch):
 
 def test_arrow_columns_and_counts_are_the_rows():
     """train.py reads columns and the vocabulary's counts through Arrow: the same as going row by row."""
-    from data.pipeline import column, token_counts
+    from data.splits import column, token_counts
 
     splits = load_splits({**SMALL, "cache_dir": None}, progress=False)
     ds = splits["train"].select(range(0, 120, 3))  # with an indices mapping, as a selected split has
@@ -221,7 +222,7 @@ def test_parallel_writers_never_leave_a_partial_file(tmp_path, caplog):
 def test_packed_graphs_batch_equals_dgl_batch(tmp_path):
     import dgl
 
-    from data.pipeline import PackedGraphs, pack_graphs
+    from data.batches import PackedGraphs, pack_graphs
 
     ds, vocab, construction = graph_sets(tmp_path)
     fresh = GraphDataset(ds, vocab, construction, "val", progress=False)
@@ -236,7 +237,7 @@ def test_packed_graphs_batch_equals_dgl_batch(tmp_path):
 def test_loader_batches_a_cached_split_straight_from_the_arrays(tmp_path, monkeypatch):
     """A split read from the cache is batched by PackedGraphs.batch (no graph made one by one), and every batch,
     labels included, equals the collate of a freshly built split's."""
-    from data.pipeline import Batches, PackedGraphs, TrainBatches, collate
+    from data.batches import Batches, PackedGraphs, TrainBatches, collate
 
     ds, vocab, construction = graph_sets(tmp_path)
     fresh = GraphDataset(ds, vocab, construction, "val", progress=False)
@@ -256,10 +257,40 @@ def test_lap_pe_graphs_cached_before_the_fixed_basis_are_not_reused(tmp_path):
     changed, so a cache of the old positions is never read; every other construction's key did not."""
     import dataclasses
 
-    from data.pipeline import GRAPHS_FORMAT
+    from data.graph_cache import GRAPHS_FORMAT
 
     for pe, same_key in ((None, True), ("random_walk_pe", True), ("lap_pe", False)):
         ds, vocab, construction = graph_sets(tmp_path, GraphConstruction(name="tree", pe=pe, pe_dim=4))
         built = GraphDataset(ds, vocab, construction, "val", progress=False, cache_dir=tmp_path)
         old = cache.key_digest(GRAPHS_FORMAT, ds._fingerprint, dataclasses.asdict(construction), vocab.to_list())
         assert (built.cache_path.name == f"val-{old}.bin") is same_key, pe
+
+
+def test_construction_keys_are_as_before_and_a_construction_pickles():
+    """A construction's kind is ``GRAPH_KINDS[name]``, read when asked, and no field: the graph cache's key (its
+    fields) is what it was before constructions held their kind (the digests below were computed at 78e2db6),
+    and a pickled copy (a loader's worker, a tool) equals the original and builds the same graph."""
+    import dataclasses
+    import pickle
+
+    from data.graph_cache import GRAPHS_FORMAT
+    from data.graphs import GRAPH_KINDS
+    from data.wordpiece import PieceConstruction
+
+    vocab = Vocab.build([["a", "b"]])
+    expected = [
+        (GraphConstruction("window", window=1), "aec632654b818f7dd84d"),
+        (GraphConstruction("tree", cls_id=3, pe="lap_pe"), "d8390e884e3846840257"),
+        (PieceConstruction("dep", "tok.json", distances="dep"), "0442a14a90543749f937"),
+    ]
+    for construction, digest in expected:
+        spec = dataclasses.asdict(construction)
+        assert cache.key_digest(GRAPHS_FORMAT, "fingerprint", spec, vocab.to_list()) == digest, construction
+        assert construction.kind is GRAPH_KINDS[construction.name]
+        copy = pickle.loads(pickle.dumps(construction))
+        assert copy == construction and copy.kind is construction.kind
+    window = GraphConstruction("window", window=1)
+    a, b = window([3, 4, 5]), pickle.loads(pickle.dumps(window))([3, 4, 5])
+    assert [t.tolist() for t in a.edges()] == [t.tolist() for t in b.edges()] and a.num_edges() == 7
+    with pytest.raises(ValueError, match="^unknown graph 'star'; valid graphs: complete, "):
+        GraphConstruction("star")

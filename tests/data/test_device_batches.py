@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from data import listops
+from data.batches import pack_graphs
 from data.device_batches import DeviceSplit
 from data.graphs import GraphConstruction
-from data.pipeline import pack_graphs
 from engine.compiled import dense_logits, padded_inputs
 from models.dense import bucket_length
 from tests.helpers.encoders import graph_encoder

@@ -440,7 +440,7 @@ def test_registry_facts_match_the_graphs_built(name):
 
 
 def test_one_place_refuses_an_unknown_graph():
-    from data.pipeline import make_construction
+    from data.graphs import make_construction
     from engine.config import check_config
     from tests.conftest import compose_config
 

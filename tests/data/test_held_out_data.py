@@ -1,7 +1,7 @@
 """Evaluation data the model did not train on: disjoint splits, and files that leave the training pool out."""
 
 from data import listops
-from data.pipeline import load_splits
+from data.splits import load_splits
 from studies import long_range
 from tests.conftest import compose_config
 

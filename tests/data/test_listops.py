@@ -413,7 +413,7 @@ def test_splits_are_iid_in_length_and_depth():
     """Train, val and test have the same length and depth distributions: a chi-square test of
     homogeneity must not reject at 1%. The test has power: the unshuffled generation stream (the
     old splits) is rejected at p < 1e-4 between its first and last 1,000 expressions."""
-    from data.pipeline import load_splits
+    from data.splits import load_splits
 
     cfg = {"name": "listops", "num_train": 6000, "num_val": 1000, "num_test": 1000, "max_length": 100,
            "max_depth": 20, "p_operator": 0.25, "max_args": 5, "seed": 0, "root_operator": False,
@@ -445,7 +445,7 @@ def test_command_line_writes_a_published_layout_file_disjoint_from_a_pool(tmp_pa
 def test_an_old_checkpoints_config_gets_its_old_splits_back():
     """A config saved before bare digits and shuffling (no root_operator/shuffle keys) must rebuild the
     splits it was trained on, or evaluate.py would score it on examples it trained on."""
-    from data.pipeline import load_splits
+    from data.splits import load_splits
 
     old = {"name": "listops", "num_train": 300, "num_val": 50, "num_test": 50, "max_length": 40,
            "max_depth": 20, "p_operator": 0.25, "max_args": 5, "seed": 0}  # fmt: skip

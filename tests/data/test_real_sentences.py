@@ -9,8 +9,11 @@ import pytest
 import torch
 
 import data.text as text
+from data.batches import collate
 from data.corpora import CorpusError, read_sst
-from data.pipeline import GraphDataset, collate, load_splits, make_construction
+from data.graph_dataset import GraphDataset
+from data.graphs import make_construction
+from data.splits import load_splits
 from data.text import load_text_splits, tree_depth
 from data.vocab import Vocab
 from engine.checkpoint import load_checkpoint

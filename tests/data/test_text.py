@@ -7,7 +7,9 @@ import random
 import pytest
 
 import data.text as text
-from data.pipeline import GraphDataset, load_splits, make_construction
+from data.graph_dataset import GraphDataset
+from data.graphs import make_construction
+from data.splits import load_splits
 from data.text import load_parser, load_text_splits, tree_depth
 from data.vocab import Vocab
 from evaluate import evaluate

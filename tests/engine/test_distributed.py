@@ -12,15 +12,10 @@ import torch
 import torch.nn.functional as F
 from omegaconf import OmegaConf
 
-from data.pipeline import (
-    GraphDataset,
-    TrainBatches,
-    collate,
-    load_splits,
-    make_construction,
-    make_loader,
-    num_classes_of,
-)
+from data.batches import TrainBatches, collate, make_loader
+from data.graph_dataset import GraphDataset
+from data.graphs import make_construction
+from data.splits import load_splits, num_classes_of
 from data.vocab import Vocab
 from models import build_model
 from tests.conftest import ROOT, compose_config, run_script

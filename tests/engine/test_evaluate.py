@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from data import listops
-from data.pipeline import load_splits
+from data.splits import load_splits
 from evaluate import evaluate
 from tests.conftest import ROOT, compose_config
 from train import run
@@ -127,8 +127,8 @@ def test_test_predictions_round_trip_and_refuse_damage():
 
 def test_split_fingerprint_follows_content_and_order(tmp_path):
     """GraphDataset.fingerprint: the same split twice gives the same; another order or one label changed, not."""
+    from data.graph_dataset import GraphDataset
     from data.graphs import GraphConstruction
-    from data.pipeline import GraphDataset
     from data.vocab import Vocab
 
     splits = load_splits(compose_config(["debug=tiny"]).dataset, progress=False)

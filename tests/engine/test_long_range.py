@@ -10,8 +10,10 @@ import pytest
 import torch
 
 from data import listops
+from data.graph_dataset import GraphDataset
 from data.graphs import FROM_CHILD, FROM_LEFT, FROM_RIGHT, SELF, GraphConstruction, bpt_edges, bpt_spans
-from data.pipeline import GraphDataset, describe_example, load_splits, with_defaults
+from data.listops import describe_example
+from data.splits import load_splits, with_defaults
 from data.vocab import Vocab
 from tests.conftest import assert_breakdowns_match_test_acc, compose_config, rescored_test_acc, run_script
 

@@ -16,7 +16,7 @@ import torch
 from torch.utils.data import DataLoader
 
 import engine.loop as loop
-from data.pipeline import Batches, TrainBatches, collate, make_loader
+from data.batches import Batches, TrainBatches, collate, make_loader
 from engine.loop import EpochSettings, check_finite, show_progress
 from tests.conftest import ROOT, compose_config
 from train import run

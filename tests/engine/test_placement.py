@@ -1,5 +1,6 @@
-"""engine/placement.py: the one decision of where a run computes (device, graphs, impl), tested on the CPU
-with CUDA and DGL's CUDA build mocked (the decision is a table; nothing here needs a GPU)."""
+"""engine/placement.py: the one decision of where a run computes (device, graphs), and models/impl.py: the impl
+of each batch on that placement, tested on the CPU with CUDA and DGL's CUDA build mocked (the decision is a
+table; nothing here needs a GPU)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ import torch
 from data.graphs import GraphConstruction
 from engine import placement
 from engine.memory import runs_dense
-from engine.placement import GPU_DENSE_MAX_NODES, Placement, choose_impl, sparse_available, sparse_error
+from engine.placement import Placement, sparse_available
 from models import model_config
-from models.encoder import GraphEncoder
+from models.encoder import EncoderConfig, GraphEncoder
+from models.impl import GPU_DENSE_MAX_NODES, check_impl, choose_impl, sparse_error
 from tests.conftest import compose_config
 from tests.helpers.encoders import graph_encoder
 
@@ -47,11 +49,10 @@ def test_the_decision_table(machine, caplog, device, impl, dgl_cuda):
     on_gpu = device in ("cuda", "auto")  # auto takes the GPU torch sees
     with caplog.at_level(logging.WARNING, logger="train"):
         p = Placement.decide(device, impl)
-    assert p.device == (GPU if on_gpu else CPU) and p.impl == impl
+    assert p.device == (GPU if on_gpu else CPU)
     graphs_follow = not on_gpu or dgl_cuda
     assert p.graphs == (p.device if graphs_follow else CPU)
     assert p.devices == (p.device, p.graphs)
-    assert p.sparse_ok == graphs_follow
     assert sparse_available(p.device) == graphs_follow
     # where DGL cannot follow, message passing runs in stock torch (tests/models/test_torch_message_passing.py)
     runs = (
@@ -65,13 +66,25 @@ def test_the_decision_table(machine, caplog, device, impl, dgl_cuda):
 
 def test_no_gpu_means_the_cpu(machine):
     machine(gpu=False, dgl_cuda=False)
-    assert Placement.decide("auto", "sparse") == Placement(CPU, CPU, "sparse")
+    assert Placement.decide("auto", "sparse") == Placement(CPU, CPU)
     with pytest.raises(ValueError, match=r"^device=cuda but torch sees no GPU; use device=auto or device=cpu$"):
         Placement.decide("cuda", "auto")
     with pytest.raises(ValueError, match=r"^unknown device 'tpu'; valid: auto, cpu, cuda$"):
         Placement.decide("tpu", "auto")
-    with pytest.raises(ValueError, match=r"^unknown model.impl 'fast'; valid: sparse, dense, auto, torch_sparse$"):
-        Placement.decide("cpu", "fast")
+
+
+def test_an_unknown_impl_is_refused_in_one_line_by_its_owner():
+    """models/impl.py holds the values and the one line; the config, evaluate.py's impl= and each batch use it."""
+    valid = r"valid: sparse, dense, auto, torch_sparse$"
+    with pytest.raises(ValueError, match=rf"^unknown model.impl 'fast'; {valid}"):
+        check_impl("fast")
+    with pytest.raises(ValueError, match=rf"^unknown impl 'fast'; {valid}"):
+        check_impl("fast", "impl")
+    with pytest.raises(ValueError, match=rf"^unknown model.impl 'fast'; {valid}"):
+        choose_impl("fast", CPU, CPU, 64, lambda: 1.0, 0.07)
+    fields = {**compose_config(["model=transformer"]).model, "impl": "fast"}
+    with pytest.raises(ValueError, match=rf"^unknown model.impl 'fast'; {valid}"):
+        EncoderConfig.from_mapping(fields)
 
 
 def test_sparse_error_names_the_device_and_the_fix():
@@ -109,7 +122,7 @@ SMALL_SPARSE, SMALL_DENSE, HUGE_SPARSE, HUGE_DENSE = (64, 0.02), (64, 1.0), (500
 def test_the_impl_of_a_batch(impl, model, graphs, batch, expected):
     n_max, density = batch
     assert choose_impl(impl, model, graphs, n_max, lambda: density, 0.07) == expected
-    assert Placement(model, graphs, impl).impl_for(lambda: n_max, lambda: density, 0.07) == expected
+    assert choose_impl(impl, *Placement(model, graphs).devices, lambda: n_max, lambda: density, 0.07) == expected
 
 
 def test_sparse_where_graphs_cannot_follow_is_refused_in_one_line():
@@ -154,8 +167,8 @@ def test_the_encoder_on_the_cpu_decides_as_before(graph):
 def test_the_memory_plan_reads_the_same_decision():
     model = model_config(compose_config(["model=transformer"]).model)  # impl auto, dense_min_density 0.07
     window = GraphConstruction(name="window", window=2)
-    assert not runs_dense(model, window, 1000, Placement(CPU, CPU, "auto"))  # the CPU: sparse by density
-    assert runs_dense(model, window, 1000, Placement(GPU, GPU, "auto"))  # a GPU: dense up to 4,000 nodes
+    assert not runs_dense(model, window, 1000, Placement(CPU, CPU))  # the CPU: sparse by density
+    assert runs_dense(model, window, 1000, Placement(GPU, GPU))  # a GPU: dense up to 4,000 nodes
     assert not runs_dense(model, window, GPU_DENSE_MAX_NODES + 1, (GPU, GPU))  # beyond: the density rule
     assert runs_dense(model, window, 100_000, (GPU, CPU))  # CPU-only DGL: only dense follows the model
     tree_walk = model_config(compose_config(["model=treelstm"]).model)

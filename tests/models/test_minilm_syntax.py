@@ -83,7 +83,7 @@ def test_distances_are_in_the_construction_and_the_cache_key():
     dep, _ = construction_and_model("model.structure_bias=dep")
     fusion, _ = construction_and_model("model.syntax_layers=1")
     assert (none.distances, dep.distances, fusion.distances) == ("none", "dep", "dep")
-    assert dataclasses.asdict(none) != dataclasses.asdict(dep)  # the graph cache (data.pipeline) keys on asdict
+    assert dataclasses.asdict(none) != dataclasses.asdict(dep)  # the graph cache (data.graph_cache) keys on asdict
     assert "dist" not in none(*SENTENCES[0]).edata  # off: the graphs are the ones they were
 
 

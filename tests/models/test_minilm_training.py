@@ -16,8 +16,10 @@ import torch
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 import models
-from data.pipeline import GraphDataset, load_splits
+from data.graph_dataset import GraphDataset
+from data.splits import load_splits
 from data.vocab import Vocab
+from models.registry import yaml_mapping
 from tests.conftest import ROOT, compose_config, rescored_test_acc
 
 NOUNS = ["movie", "film", "plot", "story", "acting", "cast", "script", "ending"]
@@ -201,7 +203,7 @@ def test_dep_builds_on_pieces(toy_splits):
 
 def test_unknown_or_unliftable_graph_is_one_line(toy_sst, tmp_path):
     with pytest.raises(ValueError) as e:
-        models.make_construction({"name": "star"}, Vocab.build([["x"]]), {"name": "minilm"})
+        models.make_construction({"name": "star"}, Vocab.build([["x"]]), yaml_mapping("model", "minilm"))
     assert "unknown graph 'star'" in str(e.value) and "\n" not in str(e.value)
     res = train([*overrides(toy_sst, tmp_path, "graph=knn", "trainer.max_epochs=1"), f"hydra.run.dir={tmp_path}/r"])
     assert res.returncode == 2

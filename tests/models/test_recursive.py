@@ -27,8 +27,7 @@ from data.graphs import (
     tree_schedule,
 )
 from data.vocab import Vocab
-from engine.config import check_config
-from models.encoder import build_model
+from engine.config import check_config, parse_parts
 from models.recursive import RecursiveEncoder, schedule
 from tests.conftest import assert_breakdowns_match_test_acc, compose_config, rescored_test_acc
 from tests.helpers.encoders import graph_encoder, recursive_encoder
@@ -220,8 +219,8 @@ def test_recursive_models_refuse_graphs_without_a_tree():
     with pytest.raises(ValueError, match="valid: childsum, binary, deepsets"):
         check_config(compose_config(["model=treelstm", "model.cell=gru", "graph=tree"]))
     cfg = compose_config(["model=recursive", "graph=window"])
-    with pytest.raises(ValueError, match="has no tree"):
-        build_model(cfg.model, 20, 10, GraphConstruction("window"))
+    with pytest.raises(ValueError, match="has no tree"):  # the one check of model against graph (a checkpoint's too)
+        parse_parts({"model": cfg.model, "graph": cfg.graph})
     m = recursive_encoder(20, 10)
     g = GraphConstruction("complete")([4, 5, 6])
     with pytest.raises(ValueError, match="need a tree to walk"):

@@ -26,8 +26,9 @@ import torch
 
 from data.graphs import GraphConstruction
 from engine import placement
-from engine.placement import Placement, choose_impl, sparse_error
+from engine.placement import Placement
 from models.aggregators import AGGREGATORS, MultiHeadAttention
+from models.impl import choose_impl, sparse_error
 from models.torch_mp import EdgeGraph, segment_max
 from tests.conftest import compose_config
 from tests.models.test_dense import batch, encoder, outputs_and_grads
@@ -197,13 +198,13 @@ def test_sparse_on_a_gpu_runs_stock_torch_and_says_so(gpu_without_dgl_cuda, capl
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="train"):
             p = Placement.decide("cuda", impl)
-        assert (p.device, p.graphs, p.impl) == (GPU, CPU, impl)
+        assert (p.device, p.graphs) == (GPU, CPU)
         lines = [r.getMessage() for r in caplog.records]
         assert lines == [
             f"this DGL build is CPU-only: graphs stay on the CPU, model.impl={impl} runs message passing in "
             "stock torch (models/torch_mp.py) on cuda"
         ]
-        assert p.impl_for(64, lambda: 0.01, 0.07, stock_torch=True) == "torch_sparse"
+        assert choose_impl(impl, *p.devices, 64, lambda: 0.01, 0.07, stock_torch=True) == "torch_sparse"
     # a model with no stock-torch path (MiniLM) is still refused in one line
     with pytest.raises(ValueError) as e:
         choose_impl("sparse", GPU, CPU, 64, lambda: 0.01, 0.07)

@@ -456,7 +456,7 @@ def _word_run(tmp_path=None):
 
     import torch
 
-    from data.pipeline import make_construction
+    from data.graphs import make_construction
     from data.vocab import Vocab
     from models import build_model
     from tests.conftest import compose_config
