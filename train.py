@@ -50,8 +50,9 @@ from engine.config import RunConfig, check_config, exit_on_user_error
 from engine.distributed import World, finish, start_devices
 from engine.evaluation import encode_correct, predict, summarize
 from engine.io import write_csv, write_json
-from engine.loop import make_optimizer, make_schedule, show_progress, train_epoch
+from engine.loop import Learner, make_optimizer, make_schedule, show_progress, train_epoch
 from engine.memory import memory_plan
+from engine.meters import Meters
 from engine.tracking import Tracker
 from models.embeddings import embedding_summary
 
@@ -191,10 +192,12 @@ def fit(
     with open(metrics_path if world.main else os.devnull, "a", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=METRICS)
         settings = run.epoch_settings(show_progress(run.trainer.progress))
+        learner = Learner(model, optimizer, scheduler, devices, settings)  # what a step reads and changes
+        meters = Meters(settings, tracker, devices[0], world)  # what an epoch reports
         for epoch in range(progress.epoch + 1, settings.max_epochs + 1):
             t_epoch = time.perf_counter()
             train_loss, train_acc, eps, progress.step = train_epoch(
-                model, data.train_loader, optimizer, scheduler, devices, tracker, progress.step, settings, epoch, world
+                learner, data.train_loader, meters, epoch, progress.step
             )
             progress.train_seconds += time.perf_counter() - t_epoch
             progress.seen_examples += len(data.sets["train"])
