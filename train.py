@@ -52,8 +52,9 @@ from engine.config import RunConfig, check_config, exit_on_user_error
 from engine.distributed import World, finish, start_devices
 from engine.evaluation import encode_correct, predict, summarize
 from engine.io import write_csv, write_json
-from engine.loop import make_optimizer, make_schedule, show_progress, train_epoch
+from engine.loop import Learner, make_optimizer, make_schedule, show_progress, train_epoch
 from engine.memory import memory_plan
+from engine.meters import Meters
 from engine.tracking import Tracker
 from models.embeddings import embedding_summary
 
@@ -73,7 +74,7 @@ class Data:
     sets: dict[str, GraphDataset]
     # this process's share of each epoch (DeviceBatches with trainer.device_batches); ``.rng`` orders the batches
     train_loader: Batches
-    eval_loaders: dict[str, Batches]  # val and test, whole, in dataset order
+    eval_loaders: dict[str, Batches]  # val and test, whole, in dataset order (DeviceBatches too, when held)
 
 
 @dataclass
@@ -112,37 +113,55 @@ def build_data(run: RunConfig, devices: Devices, world: World) -> Data:
     train_loader = make_loader(
         sets["train"], batch, shuffle=True, seed=seed, bucket=bucket, rank=world.rank, world=world.size, **ahead
     )
-    if run.trainer.device_batches:  # the same sampler's batches, made on the model's device (data/device_batches.py)
-        train_loader = device_loader(run, construction, sets["train"], train_loader, devices[0], world, lazy["train"])
     # evaluation: big batches (trainer.eval_batch_size), collated once and served every epoch (held splits only)
     eval_batch = run.trainer.eval_batch_size
     eval_loaders = {
         s: make_loader(sets[s], eval_batch, shuffle=False, keep=not lazy[s], **ahead) for s in ("val", "test")
     }
+    if run.trainer.device_batches:  # the same samplers' batches, made on the model's device (data/device_batches.py)
+        train_loader, eval_loaders = device_loaders(
+            run, construction, sets, train_loader, eval_loaders, devices[0], world, lazy
+        )
     sizes = {s: len(d) for s, d in sets.items()}
     log.info("data: %s in %.1fs, vocab %d, %s", sizes, time.perf_counter() - t0, len(vocab), construction)
     return Data(vocab, num_classes, construction, sets, train_loader, eval_loaders)
 
 
-def device_loader(run: RunConfig, construction, train: GraphDataset, loader: Batches, device, world, lazy: bool):
-    """``trainer.device_batches``: the training split kept on ``device`` (``DeviceSplit``), its batches made there
-    in ``loader``'s sampler order; refused in one line where that cannot apply (``check_device_batches``)."""
-    from data.batches import PackedGraphs, pack_graphs
-    from data.device_batches import DeviceBatches, DeviceSplit
+def device_loaders(run: RunConfig, construction, sets, train_loader, eval_loaders, device, world, lazy):
+    """``trainer.device_batches``: each split kept on ``device`` (``DeviceSplit``), its batches made there in its
+    loader's order (training: ``train_loader``'s sampler; val and test: dataset order, ``trainer.eval_batch_size``),
+    so that no epoch makes a DGL batch; refused in one line where that cannot apply (``check_device_batches``). A
+    val or test split the memory plan builds per batch keeps DGL's batches."""
+    from data.device_batches import DeviceBatches
     from engine.compiled import check_device_batches
     from models.dense import bucket_length
 
-    check_device_batches(getattr(run.model, "impl", "sparse"), device, construction, run, world.size, lazy)
-    graphs = train.graphs
+    check_device_batches(getattr(run.model, "impl", "sparse"), device, construction, run, world.size, lazy["train"])
+    pad = bucket_length if run.trainer.compile else None  # trainer.compile: the batch padded to its bucket
+    train = DeviceBatches(device_split(run, construction, sets["train"], device), train_loader.batch_sampler, pad)
+    evals = dict(eval_loaders)
+    for s in evals:  # padded to their largest graph (evaluation is eager: no bucket)
+        if lazy[s]:
+            log.info("trainer.device_batches: the %s split is built per batch, evaluated on DGL's batches", s)
+            continue
+        evals[s] = DeviceBatches(device_split(run, construction, sets[s], device), eval_loaders[s].batch_sampler)
+    held = ["train", *(s for s in evals if isinstance(evals[s], DeviceBatches))]
+    log.info("trainer.device_batches: the %s splits on %s, their batches made there", ", ".join(held), device)
+    return train, evals
+
+
+def device_split(run: RunConfig, construction, ds: GraphDataset, device):
+    """``ds`` (held graphs) as a ``DeviceSplit`` on ``device``: what the model reads (edge types, roots) and no more."""
+    from data.device_batches import DeviceSplit
+    from data.batches import PackedGraphs, pack_graphs
+
+    graphs = ds.graphs
     packed = graphs.packed if isinstance(graphs, PackedGraphs) else pack_graphs(graphs)
     if packed is None:
         raise ValueError("trainer.device_batches=true: this split's graphs differ in their data keys, set it false")
     model = run.model
     edge_types, root = bool(getattr(model, "edge_types", False)), getattr(model, "readout", "mean") == "root"
-    split = DeviceSplit(packed, train.labels, device, construction.dense_complete, edge_types, root)
-    pad = bucket_length if run.trainer.compile else None  # trainer.compile: the batch padded to its bucket
-    log.info("trainer.device_batches: the training split on %s, its batches made there", device)
-    return DeviceBatches(split, loader.batch_sampler, pad)
+    return DeviceSplit(packed, ds.labels, device, construction.dense_complete, edge_types, root)
 
 
 def build_training(run: RunConfig, data: Data, device: torch.device, world: World) -> Training:
@@ -193,10 +212,12 @@ def fit(
     with open(metrics_path if world.main else os.devnull, "a", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=METRICS)
         settings = run.epoch_settings(show_progress(run.trainer.progress))
+        learner = Learner(model, optimizer, scheduler, devices, settings)  # what a step reads and changes
+        meters = Meters(settings, tracker, devices[0], world)  # what an epoch reports
         for epoch in range(progress.epoch + 1, settings.max_epochs + 1):
             t_epoch = time.perf_counter()
             train_loss, train_acc, eps, progress.step = train_epoch(
-                model, data.train_loader, optimizer, scheduler, devices, tracker, progress.step, settings, epoch, world
+                learner, data.train_loader, meters, epoch, progress.step
             )
             progress.train_seconds += time.perf_counter() - t_epoch
             progress.seen_examples += len(data.sets["train"])

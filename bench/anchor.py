@@ -49,7 +49,8 @@ from bench.machine import add_arguments, invocation, machine_slug, pick_device, 
 from data.batches import PackedGraphs, TrainBatches, collate, pack_graphs  # noqa: E402
 from data.device_batches import DeviceSplit  # noqa: E402
 from engine.distributed import SINGLE  # noqa: E402
-from engine.loop import PRECISIONS, make_schedule, train_epoch  # noqa: E402
+from engine.loop import PRECISIONS, Learner, make_schedule, train_epoch  # noqa: E402
+from engine.meters import Meters  # noqa: E402
 from models.encoder import sinusoidal_encoding  # noqa: E402
 
 OVERRIDES = ["model=transformer", "graph=complete"]  # tagnn's default model on its default data (ListOps)
@@ -270,7 +271,8 @@ def measure(batch_size: int, args, device: torch.device) -> list[dict]:
         run_as = dataclasses.replace(settings, precision=precision)
 
         def tagnn(t=training):
-            train_epoch(t.model, data.train_loader, t.optimizer, t.scheduler, devices, tracker, 0, run_as, 1, SINGLE)
+            learner = Learner(t.model, t.optimizer, t.scheduler, devices, run_as)
+            train_epoch(learner, data.train_loader, Meters(run_as, tracker, devices[0], SINGLE), 1, 0)
 
         fns = {"tagnn eager": tagnn, "plain eager": lambda: plains["eager"].epoch(precision)}
         if args.compile:

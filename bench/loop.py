@@ -43,7 +43,8 @@ from data.batches import collate  # noqa: E402
 from engine.config import check_config  # noqa: E402
 from engine.distributed import SINGLE, start_devices  # noqa: E402
 from engine.evaluation import predict  # noqa: E402
-from engine.loop import PRECISIONS, EpochSettings, train_epoch  # noqa: E402
+from engine.loop import PRECISIONS, EpochSettings, Learner, train_epoch  # noqa: E402
+from engine.meters import Meters  # noqa: E402
 from train import build_data, build_training  # noqa: E402
 
 # name: overrides (the ListOps default data; conf/model/<model>.yaml sizes: the Transformer is d = 64, 4 layers)
@@ -146,8 +147,8 @@ def measure(name: str, overrides: list[str], args) -> dict:
         old_epoch(training.core, old_loader, training.optimizer, training.scheduler, devices)
 
     def new():
-        train_epoch(training.core, data.train_loader, training.optimizer, training.scheduler, devices, tracker, 0,
-                    settings, 1, SINGLE)  # fmt: skip
+        learner = Learner(training.core, training.optimizer, training.scheduler, devices, settings)
+        train_epoch(learner, data.train_loader, Meters(settings, tracker, devices[0], SINGLE), 1, 0)
 
     row = {"case": name, "device": str(devices[0]), "impl": cfg.model.impl, "batch": batch, "examples": n,
            "precision": settings.precision}  # fmt: skip

@@ -8,7 +8,8 @@ the sizes).
 ``engine.compiled.padded_inputs`` of the DGL batch of the same examples (tests/data/test_device_batches.py).
 :meth:`DeviceSplit.dense` adds what the eager forward needs to draw the same random numbers as the DGL path (each
 node's flat row and its place in the padded batch); :class:`DeviceBatches` serves a training split's batches
-in a :class:`data.batches.TrainBatches` order (``trainer.device_batches``: train.py, engine/compiled.py).
+in a :class:`data.batches.TrainBatches` order, and the validation and test splits' in dataset order
+(``trainer.device_batches``: train.py, engine/compiled.py, engine/evaluation.py).
 """
 
 from __future__ import annotations
@@ -121,9 +122,9 @@ class DeviceSplit:
 
 
 class DeviceBatches:
-    """A training split's batches made on the device (:meth:`DeviceSplit.dense`), in the order ``batch_sampler``
-    gives (train.py: the :class:`data.batches.TrainBatches` the DGL loader would use, so both make the same
-    batches); ``pad``: a batch's padded length from its largest graph's (``trainer.compile``: the bucket), or
+    """A split's batches made on the device (:meth:`DeviceSplit.dense`), in the order ``batch_sampler`` gives
+    (train.py: the :class:`data.batches.TrainBatches` the DGL loader would use, so both make the same batches;
+    for validation and test, the DGL loader's dataset-order chunks); ``pad``: a batch's padded length from its largest graph's (``trainer.compile``: the bucket), or
     None (the largest). Each pass draws one number from torch's global generator, as ``data.batches.Batches``
     does, so dropout draws what it draws with DGL batches. ``rng``: the sampler's generator (saved for resume)."""
 

@@ -13,8 +13,8 @@ layer's features) and structural positions (lap_pe: a random sign per graph). Ev
 On a GPU the mode is ``reduce-overhead`` (CUDA graphs: one launch replays the whole forward); on the CPU
 the default mode (the CPU gains nothing measurable: issue 48).
 
-``trainer.device_batches``: the training batches are made on the model's device (``data.device_batches``), not
-by DGL; :func:`check_device_batches` says where that cannot apply. Eagerly, :class:`DeviceDense` runs
+``trainer.device_batches``: the batches are made on the model's device (``data.device_batches``), not by DGL
+(validation and test too: ``engine.evaluation.predict`` runs :func:`device_logits` on them); :func:`check_device_batches` says where that cannot apply. Eagerly, :class:`DeviceDense` runs
 :func:`device_logits`, the dense forward of ``GraphEncoder`` step for step (the same random draws: the same loss
 as the DGL batch); with ``trainer.compile``, :class:`CompiledDense` takes the bucketed batch as it is.
 """

@@ -9,6 +9,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from data.device_batches import DenseBatch
+from engine.compiled import device_logits
 from engine.loop import autocast
 from engine.predictions import decode_correct, encode_correct  # noqa: F401  (re-exported)
 
@@ -20,16 +22,19 @@ def predict(
     model, loader, device, graph_device=None, precision: str = "fp32"
 ) -> tuple[torch.Tensor, torch.Tensor, float]:
     """Predictions and labels for a whole loader (in its order), and the mean loss. Graphs go to
-    ``graph_device`` (default ``device``): the CPU when DGL cannot follow the model to a GPU. Predictions and
-    the loss stay on the device until the end (one read); ``precision=bf16``: under autocast."""
+    ``graph_device`` (default ``device``): the CPU when DGL cannot follow the model to a GPU; a batch made on the
+    device (``trainer.device_batches``: ``data.device_batches.DenseBatch``) goes to ``engine.compiled.device_logits``,
+    the model's dense forward on it. Predictions and the loss stay on the device until the end (one read);
+    ``precision=bf16``: under autocast."""
     model.eval()
     preds, labels = [], []
     loss_sum = torch.zeros((), dtype=torch.float64, device=device)  # float64: as the Python float it replaces
     for g, y in loader:
         labels.append(y)
-        g, y = g.to(graph_device or device), y.to(device, non_blocking=True)
+        made = isinstance(g, DenseBatch)  # made on the device (trainer.device_batches): there already
+        g, y = g if made else g.to(graph_device or device), y.to(device, non_blocking=True)
         with autocast(device, precision):
-            logits = model(g)
+            logits = device_logits(model, g) if made else model(g)
             loss_sum += F.cross_entropy(logits.float(), y, reduction="sum").double()
         preds.append(logits.argmax(-1))
     preds, labels = torch.cat(preds).cpu(), torch.cat(labels).cpu()

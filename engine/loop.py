@@ -1,25 +1,20 @@
-"""One training epoch: forward, loss, a finite-loss check, backward, clipping, a step of the optimiser and
-the schedule (linear warmup, then cosine or linear decay to a floor, stepped once per batch), and W&B's per-step
-metrics every ``trainer.log_every`` steps."""
+"""One training epoch: forward, loss, backward, clipping, a step of the optimiser and the schedule (linear
+warmup, then cosine or linear decay to a floor, stepped once per batch); what the epoch reports (running loss and
+accuracy, the finite-loss check, bar, heartbeat, W&B's per-step metrics) is ``engine.meters.Meters``'."""
 
 from __future__ import annotations
 
-import logging
 import math
 import sys
-import time
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
 from data.device_batches import DenseBatch
-from engine.distributed import SINGLE, World, all_sum
-from engine.tracking import Tracker
+from engine.meters import Meters
 
 PRECISIONS = ("fp32", "bf16")  # trainer.precision
-log = logging.getLogger("train")
 
 
 def show_progress(requested: bool) -> bool:
@@ -62,27 +57,6 @@ class EpochSettings:
         return cls(
             int(t.max_epochs), bars, cfg.optim.grad_clip, bool(t.phrase_loss), int(t.log_every), precision, heartbeat
         )
-
-
-def _length(loader) -> int | None:
-    try:
-        return len(loader)
-    except TypeError:  # an iterable without a length: the line says no time left
-        return None
-
-
-def heartbeat(
-    epoch: int, epochs: int, done: int, batches: int | None, seen: int, elapsed: float, loss: float, acc: float
-) -> str:
-    """One line of progress within an epoch, for a log file: ``epoch 1/2: 1,200/4,901 batches (24%), loss
-    0.912, acc 0.618, 48 examples/s, about 41 min left in this epoch``."""
-    rate = seen / elapsed if elapsed > 0 else float("nan")
-    where = f"{done:,}/{batches:,} batches ({100 * done / batches:.0f}%)" if batches else f"{done:,} batches"
-    line = f"epoch {epoch}/{epochs}: {where}, loss {loss:.3f}, acc {acc:.3f}, {rate:.0f} examples/s"
-    if not batches:
-        return line
-    left = elapsed / done * (batches - done)
-    return line + f", about {f'{left / 60:.0f} min' if left >= 60 else f'{left:.0f} s'} left in this epoch"
 
 
 def warmup_cosine(
@@ -158,69 +132,36 @@ def make_schedule(optimizer: torch.optim.Optimizer, total_steps: int, optim) -> 
     return SCHEDULES[name](optimizer, total_steps, float(optim.warmup_ratio), float(optim.min_lr_ratio))
 
 
-def check_finite(pending: list[tuple[int, torch.Tensor]]) -> None:
-    """Raise, naming the first step whose loss was not finite, among ``(step, loss)`` pairs kept since the last
-    check (one read of the device for them all), and forget them."""
-    if not pending:
-        return
-    values = torch.stack([loss for _, loss in pending]).float().cpu()
-    bad = (~torch.isfinite(values)).nonzero()
-    steps = [s for s, _ in pending]
-    pending.clear()
-    if len(bad):
-        i = int(bad[0])
-        raise ValueError(
-            f"loss is {values[i].item()} at step {steps[i]}; lower optim.lr or set optim.grad_clip "
-            "(checkpoints/last.pt holds the last good epoch)"
-        )
-
-
 def autocast(device: torch.device, precision: str):
     """bf16 autocast for ``trainer.precision=bf16`` (CUDA, or the CPU's bf16 kernels), else nothing."""
     return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
 
 
-def train_epoch(
-    model: torch.nn.Module,
-    loader,
-    optimizer: torch.optim.Optimizer,
-    scheduler,
-    devices: tuple[torch.device, torch.device],
-    tracker: Tracker,
-    step: int,
-    settings: EpochSettings,
-    epoch: int,
-    world: World = SINGLE,
-) -> tuple[float, float, float, int]:
-    """One pass over the training split (this process's share of it); returns mean loss, accuracy and
-    examples/s over all processes, and the last step. ``devices`` is (model's, graphs'); ``settings`` says
-    the rest (:class:`EpochSettings`).
+@dataclass
+class Learner:
+    """What a step reads and changes: the model, its optimiser and schedule, ``devices`` (the model's, the graphs'),
+    and the epoch's settings (``precision``, ``phrase_loss``, ``grad_clip``)."""
 
-    The host does not wait for the device at each step: the loss and the count of correct predictions add up
-    on the device, and are read every ``log_every`` steps (W&B's metrics, the bar, the finite-loss check,
-    which names the first bad step) and at the end of the epoch. Without a bar (a log file, a multirun), one of
-    those reads every ``heartbeat_s`` seconds also logs a line: batches done, running loss and accuracy,
-    examples/s and the time the epoch has left (:func:`heartbeat`)."""
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    devices: tuple[torch.device, torch.device]
+    settings: EpochSettings
+
+
+def train_epoch(learner: Learner, loader, meters: Meters, epoch: int, step: int) -> tuple[float, float, float, int]:
+    """One pass over the training split (this process's share of it); returns mean loss, accuracy and
+    examples/s over all processes (``meters``: :class:`engine.meters.Meters`, which reads the device only every
+    ``log_every`` steps and at the end), and the last step."""
+    model, optimizer, scheduler, s = learner.model, learner.optimizer, learner.scheduler, learner.settings
+    device, graphs_on = learner.devices
     model.train()
-    device, graphs_on = devices
-    loss_sum = torch.zeros((), dtype=torch.float64, device=device)  # float64: as the Python floats it replaces
-    correct = torch.zeros((), dtype=torch.int64, device=device)
-    seen, start, pending = 0, time.perf_counter(), []
-    beat = start if settings.heartbeat_s > 0 and not settings.progress and world.main else None
-    batches, done = _length(loader), 0
-    bar = tqdm(
-        loader,
-        desc=f"epoch {epoch}/{settings.max_epochs}",
-        leave=False,
-        disable=not settings.progress or not world.main,
-    )
-    grad_clip = settings.grad_clip
-    for g, y in bar:
+    for g, y in meters.start(epoch, loader):
         if not isinstance(g, DenseBatch):  # a batch made on the device (trainer.device_batches) is there already
             g = g.to(graphs_on)
         y = y.to(device, non_blocking=True)
-        with autocast(device, settings.precision):
-            if settings.phrase_loss:  # + the mean loss over every labelled word and phrase (SST)
+        with autocast(device, s.precision):
+            if s.phrase_loss:  # + the mean loss over every labelled word and phrase (SST)
                 logits, node_logits = model(g, nodes=True)  # (B, C), (N, C)
                 node_y = g.ndata["label"]
                 loss = F.cross_entropy(logits, y)
@@ -229,34 +170,11 @@ def train_epoch(
             else:
                 logits = model(g)  # (B, C)
                 loss = F.cross_entropy(logits, y)
-        pending.append((step, loss.detach()))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip if grad_clip else float("inf"))
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), s.grad_clip or float("inf"))
         optimizer.step()
         scheduler.step()
         step += 1
-        loss_sum += loss.detach().double() * len(y)
-        correct += (logits.argmax(-1) == y).sum()
-        seen += len(y)
-        done += 1
-        if step % settings.log_every == 0:  # the only reads of the device inside the epoch
-            check_finite(pending)
-            mean_loss, acc = loss_sum.item() / seen, correct.item() / seen
-            bar.set_postfix(loss=f"{mean_loss:.3f}", acc=f"{acc:.3f}")
-            now = time.perf_counter()
-            if beat is not None and now - beat >= settings.heartbeat_s:
-                beat = now
-                log.info(heartbeat(epoch, settings.max_epochs, done, batches, seen, now - start, mean_loss, acc))
-            tracker.log(
-                {
-                    "train/loss": loss.item(),
-                    "train/lr": scheduler.get_last_lr()[0],
-                    "train/grad_norm": grad_norm.item(),
-                },
-                step=step,
-            )
-    check_finite(pending)
-    totals = all_sum(world, loss_sum.item(), correct.item(), seen, device=device if device.type == "cuda" else None)
-    loss_sum, correct, seen = totals
-    return loss_sum / seen, correct / seen, seen / (time.perf_counter() - start), step
+        meters.step(step, loss, logits, y, grad_norm, scheduler.get_last_lr()[0])
+    return *meters.end(), step

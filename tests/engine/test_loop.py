@@ -16,8 +16,11 @@ import torch
 from torch.utils.data import DataLoader
 
 import engine.loop as loop
+import engine.meters as meters
 from data.batches import Batches, TrainBatches, collate, make_loader
-from engine.loop import EpochSettings, check_finite, show_progress
+from engine.distributed import SINGLE
+from engine.loop import EpochSettings, Learner, show_progress
+from engine.meters import Meters, check_finite
 from tests.conftest import ROOT, compose_config
 from train import run
 
@@ -77,7 +80,8 @@ def test_same_seed_same_curve_as_the_loop_before(name, tmp_path):
 
 
 class Reads:
-    """Counts reads of a tensor's value to the host (``.item()``, ``bool()``, ``.tolist()``) made by engine/loop.py."""
+    """Counts reads of a tensor's value to the host (``.item()``, ``bool()``, ``.tolist()``) made by engine/loop.py
+    and engine/meters.py (the epoch's meters)."""
 
     def __init__(self, monkeypatch):
         self.count = 0
@@ -85,7 +89,7 @@ class Reads:
             real = getattr(torch.Tensor, name)
 
             def counted(t, *a, _real=real, **kw):
-                if sys._getframe(1).f_code.co_filename == loop.__file__:
+                if sys._getframe(1).f_code.co_filename in (loop.__file__, meters.__file__):
                     self.count += 1
                 return _real(t, *a, **kw)
 
@@ -122,7 +126,8 @@ def tiny_epoch(monkeypatch, log_every: int, batches: int = 12, precision: str = 
     settings = EpochSettings(1, False, None, False, log_every, precision)
     reads = Reads(monkeypatch)
     cpu = torch.device("cpu")
-    losses = [loop.train_epoch(model, data, opt, sched, (cpu, cpu), tracker, 0, settings, 1)[0] for _ in range(4)]
+    learner, meter = Learner(model, opt, sched, (cpu, cpu), settings), Meters(settings, tracker, cpu, SINGLE)
+    losses = [loop.train_epoch(learner, data, meter, 1, 0)[0] for _ in range(4)]
     monkeypatch.undo()
     return reads.count, logged, losses, dtypes
 
@@ -323,7 +328,9 @@ def test_without_a_bar_a_heartbeat_line_reports_progress_within_the_epoch(monkey
         settings = EpochSettings(2, progress, None, False, 4, "fp32", heartbeat_s)
         cpu = torch.device("cpu")
         with caplog.at_level(logging.INFO, logger="train"):
-            loop.train_epoch(model, data, opt, sched, (cpu, cpu), tracker, 0, settings, 1)
+            loop.train_epoch(
+                Learner(model, opt, sched, (cpu, cpu), settings), data, Meters(settings, tracker, cpu), 1, 0
+            )
         return [r.getMessage() for r in caplog.records if r.name == "train"]
 
     every = lines(1e-9)  # due at every log point: steps 4, 8, 12
@@ -340,12 +347,12 @@ def test_without_a_bar_a_heartbeat_line_reports_progress_within_the_epoch(monkey
 
 
 def test_the_heartbeat_line_reads_well():
-    line = loop.heartbeat(1, 2, 1200, 4901, 38400, 800.0, 0.9124, 0.6181)
+    line = meters.heartbeat(1, 2, 1200, 4901, 38400, 800.0, 0.9124, 0.6181)
     assert (
         line
         == "epoch 1/2: 1,200/4,901 batches (24%), loss 0.912, acc 0.618, 48 examples/s, about 41 min left in this epoch"
     )
     assert (
-        loop.heartbeat(2, 2, 30, None, 960, 10.0, 1.0, 0.5)
+        meters.heartbeat(2, 2, 30, None, 960, 10.0, 1.0, 0.5)
         == "epoch 2/2: 30 batches, loss 1.000, acc 0.500, 96 examples/s"
     )
