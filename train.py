@@ -152,8 +152,8 @@ def device_loaders(run: RunConfig, construction, sets, train_loader, eval_loader
 
 def device_split(run: RunConfig, construction, ds: GraphDataset, device):
     """``ds`` (held graphs) as a ``DeviceSplit`` on ``device``: what the model reads (edge types, roots) and no more."""
-    from data.device_batches import DeviceSplit
     from data.batches import PackedGraphs, pack_graphs
+    from data.device_batches import DeviceSplit
 
     graphs = ds.graphs
     packed = graphs.packed if isinstance(graphs, PackedGraphs) else pack_graphs(graphs)

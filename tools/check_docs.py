@@ -2,8 +2,8 @@
 
 Exits non-zero, naming the file, the line and both values, when
 
-1. **a headline number** differs from the results file its row links. The headline tables are
-   generated: ``docs/results/headline.json`` names, for every number, the results file, table, row and
+1. **a headline number** differs from the results file its row links (``tools.headline``). The headline
+   tables are generated: ``docs/results/headline.json`` names, for every number, the results file, table, row and
    column it is read from; ``--write-headline`` reads those numbers into the JSON and rewrites README's
    short table (each row's ``short`` cells, one number per cell) and ``docs/headline.md``'s full one
    (every number, with its tables and commands) between their ``<!-- headline:start -->`` and
@@ -12,8 +12,9 @@ Exits non-zero, naming the file, the line and both values, when
    any of them fails;
 2. **a table under ``docs/results``** differs from what its writer makes of the committed per-run data
    (``docs/results/runs/<E>.jsonl`` records that ``make experiment`` writes, or a committed JSON:
-   ``tools.replay``), or, for a table whose runs were never committed, from its sealed rows
-   (``docs/results/runs/unrecorded.json``; the table's header says "per-run records not committed");
+   ``tools.replay``, which also finds the tables the studies declare), or, for a table whose runs were never
+   committed, from its sealed rows (``tools.seals``: ``docs/results/runs/unrecorded.json``; the table's header
+   says "per-run records not committed");
    every table is one or the other, and the count of sealed tables is printed;
 3. **a relative link or a cited results file is missing**: markdown links in README.md and docs/**.md,
    and every ``docs/results/...``, ``results/...`` or ``bench/results/...`` path cited in them, in
@@ -45,206 +46,24 @@ from pathlib import Path
 
 import yaml
 
-from tools import (
+from tools import (  # doc_counts: the counts the pages state (configs per group, tutorials, experiments)
     doc_counts,
     experiment,
+    headline,
+    markdown,
     replay,
-)  # doc_counts: the counts the pages state (configs per group, tutorials, experiments)
+    seals,
+)
+from tools.headline import END, START
+from tools.markdown import NUMBER
 
 ROOT = Path(__file__).resolve().parents[1]
-HEADLINE = Path("docs/results/headline.json")
-DETAILS = Path("docs/headline.md")  # the headline table in full: every number, its legend, tables and commands
-START, END = "<!-- headline:start -->", "<!-- headline:end -->"
-NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 CITED = re.compile(r"(?<![\w/.-])((?:docs/|bench/)?results/[\w./-]*\w)")
 
 
 class Problem(Exception):
     pass
-
-
-# ---------------------------------------------------------------- markdown tables
-
-
-def tables(path: Path) -> list[tuple[str, list[tuple[int, list[str]]]]]:
-    """Every markdown table of a file: (the bold title or text line above it, [(line number, cells)])."""
-    out, title, rows = [], "", []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
-        if line.startswith("|"):
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if not all(set(c) <= set("-: ") for c in cells):
-                rows.append((number, cells))
-            continue
-        if rows:
-            out.append((title, rows))
-            rows = []
-        if line.strip():
-            title = line.strip()
-    if rows:
-        out.append((title, rows))
-    return out
-
-
-def locate(spec: dict) -> tuple[float, int]:
-    """The number ``spec`` names (file, optional table title, row, column, index) and its line."""
-    path = ROOT / spec["file"]
-    if not path.is_file():
-        raise Problem(f"{HEADLINE}: {spec['file']} does not exist")
-    for title, rows in tables(path):
-        if spec.get("table") and spec["table"] not in title:
-            continue
-        header = rows[0][1]
-        if spec["col"] not in header:
-            continue
-        col = header.index(spec["col"])
-        for number, cells in rows[1:]:
-            if cells[0].strip("*` ") == spec["row"]:
-                found = NUMBER.findall(cells[col].replace("−", "-"))
-                if len(found) <= spec.get("index", 0):
-                    raise Problem(f"{spec['file']}:{number}: no number {spec.get('index', 0)} in {cells[col]!r}")
-                return float(found[spec.get("index", 0)]), number
-    where = f"table {spec['table']!r}, " if spec.get("table") else ""
-    raise Problem(f"{spec['file']}: no row {spec['row']!r} in column {spec['col']!r} ({where}named in {HEADLINE})")
-
-
-def formatted(spec: dict, value: float) -> str:
-    return f"{value * spec.get('scale', 1):.{spec.get('digits', 1)}f}"
-
-
-# ---------------------------------------------------------------- the headline table
-
-
-def _links(files: list[str], page: str, commands: dict[str, str] | None = None) -> str:
-    """Links to results tables from ``page`` (README at the root, or a page under docs/), each with its command."""
-    base = Path(page).parent
-    out = []
-    for file in files:
-        target = Path(file).relative_to(base) if base != Path(".") else Path(file)
-        command = f" (`{commands[file]}`)" if commands else ""
-        out.append(f"[{Path(file).stem}]({target.as_posix()}){command}")
-    return ", ".join(out)
-
-
-def render_headline(data: dict) -> list[str]:
-    """README's short table: each row's ``short`` cells, one number (with its seeds) per cell."""
-    lines = ["| " + " | ".join(data["short_columns"]) + " |", "|" + "---|" * len(data["short_columns"])]
-    for row in data["rows"]:
-        values, short = [v["value"] for v in row["values"]], row["short"]
-        cells = [row["task"], *(short[k].format(*values) for k in ("best", "transformer", "pretrained", "anchor"))]
-        lines.append("| " + " | ".join(cells + [_links(short["tables"], "README.md")]) + " |")
-    return lines
-
-
-def render_headline_details(data: dict) -> list[str]:
-    """The details page's table (DETAILS): every number of each row, its legend, its tables and commands."""
-    lines = ["| " + " | ".join(data["columns"]) + " |", "|" + "---|" * len(data["columns"])]
-    for row in data["rows"]:
-        values = [v["value"] for v in row["values"]]
-        commands = {t["file"]: t["command"] for t in row["tables"]}
-        pretrained = row.get("pretrained", "—").format(*values)  # GloVe inputs, the pretrained MiniLM
-        cells = [
-            row["task"],
-            row["best"].format(*values),
-            row["transformer"].format(*values),
-            pretrained,
-            row["anchor"],
-            _links(list(commands), str(DETAILS), commands),
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
-
-
-RENDERED = {"README.md": render_headline, str(DETAILS): render_headline_details}  # page -> its table
-
-
-def rewrite_headline(data: dict) -> None:
-    """Write the tables ``data`` renders between the markers of README and the details page."""
-    for page, render in RENDERED.items():
-        lines = (ROOT / page).read_text().splitlines()
-        start, end = lines.index(START), lines.index(END)
-        lines[start + 1 : end] = render(data)
-        (ROOT / page).write_text("\n".join(lines) + "\n")
-
-
-def read_headline() -> dict:
-    return json.loads((ROOT / HEADLINE).read_text())
-
-
-def write_headline() -> list[str]:
-    """Read every headline number from its results file into headline.json, then rewrite README's table and
-    the details page's."""
-    data = read_headline()
-    for row in data["rows"]:
-        for spec in row["values"]:
-            value, _ = locate(spec)
-            spec["value"] = formatted(spec, value)
-    (ROOT / HEADLINE).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    rewrite_headline(data)
-    return render_headline(data)
-
-
-def check_headline() -> list[str]:
-    problems = []
-    data = read_headline()
-    for row in data["rows"]:
-        linked = {t["file"] for t in row["tables"]}
-        for k, spec in enumerate(row["values"]):
-            if spec["file"] not in linked:
-                problems.append(
-                    f"{HEADLINE}: row {row['task']!r}, value {k} is read from {spec['file']}, "
-                    f"which the row does not link ({', '.join(sorted(linked))})"
-                )
-            try:
-                value, line = locate(spec)
-            except Problem as e:
-                problems.append(str(e))
-                continue
-            if formatted(spec, value) != spec["value"]:
-                problems.append(
-                    f"{HEADLINE}: row {row['task']!r} says {spec['value']}, "
-                    f"{spec['file']}:{line} has {formatted(spec, value)}"
-                )
-        short = row.get("short", {})
-        cited = {int(k) for cell in short.values() if isinstance(cell, str) for k in re.findall(r"\{(\d+)\}", cell)}
-        for k in sorted(cited):  # README's short row links the table of every number it shows
-            if k < len(row["values"]) and row["values"][k]["file"] not in short.get("tables", []):
-                problems.append(
-                    f"{HEADLINE}: row {row['task']!r}, short value {k} is read from {row['values'][k]['file']}, "
-                    f"which the short row does not link"
-                )
-        for file in short.get("tables", []):
-            if file not in linked:
-                problems.append(f"{HEADLINE}: row {row['task']!r}, short table {file} is not one of the row's tables")
-    for page, render in RENDERED.items():
-        if not (ROOT / page).is_file():
-            problems.append(
-                f"{page}: missing (it holds a headline table: `python -m tools.check_docs --write-headline`)"
-            )
-            continue
-        lines = (ROOT / page).read_text().splitlines()
-        if START not in lines or END not in lines:
-            problems.append(f"{page}: no {START} ... {END} markers around the headline table")
-            continue
-        start, end = lines.index(START), lines.index(END)
-        have, want = lines[start + 1 : end], render(data)
-        for k in range(max(len(have), len(want))):
-            a = have[k] if k < len(have) else "(missing)"
-            b = want[k] if k < len(want) else "(missing)"
-            if a == b:
-                continue
-            na, nb = NUMBER.findall(a), NUMBER.findall(b)
-            diff = [(x, y) for x, y in zip(na, nb) if x != y]
-            what = (
-                f"says {diff[0][0]}, {HEADLINE} gives {diff[0][1]}"
-                if diff
-                else f"differs from what {HEADLINE} renders: {a!r} vs {b!r}"
-            )
-            problems.append(
-                f"{page}:{start + 2 + k}: headline table {what} (edit the JSON's sources, then "
-                f"`python -m tools.check_docs --write-headline`)"
-            )
-    return problems
 
 
 # ---------------------------------------------------------------- generated tables
@@ -256,12 +75,12 @@ def check_generated() -> list[str]:
     for table in replay.tables(ROOT):
         replayed.add(table.table)
         problems += replay.compare(ROOT, table)
-    return problems + replay.check_sealed(ROOT, replayed)
+    return problems + seals.check_sealed(ROOT, replayed)
 
 
 def table_counts() -> tuple[int, list[str]]:
     """(tables replayed from records, tables sealed because their per-run records are not committed)."""
-    return len(replay.tables(ROOT)), sorted(replay.read_sealed(ROOT))
+    return len(replay.tables(ROOT)), sorted(seals.read_sealed(ROOT))
 
 
 # ---------------------------------------------------------------- numbers restated in prose
@@ -346,7 +165,7 @@ def resolve(spec: str, page: str, pair: bool = False) -> tuple[list[str], str]:
         raise Problem(f"{page}: reference {spec!r}: write FILE > [TABLE TITLE >] ROW > COLUMN")
     title, row, col = (parts[1] if len(parts) == 4 else ""), parts[-2], parts[-1]
     col, _, index = col.partition("@")
-    for table_title, rows in tables(path):
+    for table_title, rows in markdown.tables(path):
         if title and title.lower() not in table_title.lower():
             continue
         header = [_label(c) for c in rows[0][1]]
@@ -444,7 +263,7 @@ def count(spec: str, page: str) -> tuple[list[str], str]:
         raise Problem(f"{page}: reference {spec!r}: write count FILE > TABLE TITLE > [COLUMN]@k [OP X]")
     if not (ROOT / file).is_file():
         raise Problem(f"{page}: a reference names {file}, which does not exist")
-    found = [(t, rows) for t, rows in tables(ROOT / file) if title.lower() in t.lower()]
+    found = [(t, rows) for t, rows in markdown.tables(ROOT / file) if title.lower() in t.lower()]
     if not found:
         raise Problem(f"{page}: {file} has no table {title!r}")
     header = [_label(c) for c in found[0][1][0][1]]
@@ -534,8 +353,8 @@ def _restated_tables(path: Path) -> list[tuple[list[str], list[tuple[int, list[s
     for number, line in prose_lines(path):
         line = text[number - 1] if line.startswith("|") else line  # a table's cells as written
         if line.startswith("|") and sources is not None:
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if not all(set(c) <= set("-: ") for c in cells):
+            cells = markdown.cells(line)
+            if not markdown.is_rule(cells):
                 rows.append((number, cells))
             continue
         if rows:
@@ -562,7 +381,7 @@ def check_restated() -> list[str]:
                 if not (ROOT / file).is_file():
                     problems.append(f"{rel}:{rows[0][0]}: restates {file}, which does not exist")
                     continue
-                for table_title, trows in tables(ROOT / file):
+                for table_title, trows in markdown.tables(ROOT / file):
                     if title and title.lower() not in table_title.lower():
                         continue
                     head = trows[0][1]
@@ -682,7 +501,7 @@ def analysis_starts() -> dict[Path, int]:
     is replayed whole, so it has none."""
     whole = {t.table for t in replay.tables(ROOT) if not t.generated_only}
     out = {}
-    for path in sorted((ROOT / replay.RESULTS).rglob("*.md")):
+    for path in sorted((ROOT / seals.RESULTS).rglob("*.md")):
         if str(path.relative_to(ROOT)) in whole:
             continue
         start = next((k for k, line in enumerate(path.read_text().splitlines(), 1) if line.startswith("## ")), 0)
@@ -810,7 +629,12 @@ def check_links() -> list[str]:
 
 def check() -> list[str]:
     return (
-        check_links() + check_headline() + check_generated() + check_refs() + check_restated() + doc_counts.check(ROOT)
+        check_links()
+        + headline.check(ROOT)
+        + check_generated()
+        + check_refs()
+        + check_restated()
+        + doc_counts.check(ROOT)
     )
 
 
@@ -841,20 +665,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {write_untied().relative_to(ROOT)}")
     if args.write_headline:
         try:
-            print("\n".join(write_headline()))
-        except Problem as e:
+            print("\n".join(headline.write(ROOT)))
+        except headline.Problem as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
     if args.seal:
-        replay.seal(ROOT, args.seal[0], args.seal[1])
-        print(f"sealed the table rows of {args.seal[0]} in {replay.SEALED}")
+        seals.seal(ROOT, args.seal[0], args.seal[1])
+        print(f"sealed the table rows of {args.seal[0]} in {seals.SEALED}")
     problems = check()
     for p in problems:
         print(p)
     replayed, sealed = table_counts()
     print(
         f"check_docs: {replayed} tables replayed from committed records, {len(sealed)} without per-run records "
-        f"(sealed: {replay.SEALED})"
+        f"(sealed: {seals.SEALED})"
     )
     for line in experiment.progress(ROOT):
         print(f"check_docs: {line}")

@@ -41,7 +41,7 @@ keeps the Kth of every N runs of the plan (by place in the plan, before ``--miss
 shard is the same runs in every part): N checkouts or machines split the grid and no run is trained twice. A part
 writes its runs' records when it ends; the runs of another checkout join them with
 ``python -m tools.records OTHER/multirun/E E`` (stamped with that checkout's commit), and ``--table-only`` then
-draws the table. A sealed table (``tools.replay``) stays sealed, its rows held, until the records hold every
+draws the table. A sealed table (``tools.seals``) stays sealed, its rows held, until the records hold every
 planned run; then the table is drawn and the seal dropped. ``experiment_then`` reads run directories: a part skips
 it unless every run's is on this machine, and ``--table-only`` skips it when none is (a fresh clone).
 """
@@ -58,7 +58,7 @@ from pathlib import Path
 
 import yaml
 
-from tools import records, replay
+from tools import headline, records, seals
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     write_records(name, at)
     left, total = missing(args.name, args.overrides), len(planned(args.name, args.overrides))
     rest = ["--missing", *(["--shard", "/".join(map(str, args.shard))] if args.shard != (1, 1) else [])]
-    if left and f"docs/results/{name}.md" in replay.read_sealed(ROOT):  # a sealed table waits for all its runs
+    if left and f"docs/results/{name}.md" in seals.read_sealed(ROOT):  # a sealed table waits for all its runs
         print(
             f"records: {total - len(left)} of {total} runs of {name} recorded in {records.RUNS}/{name}.jsonl; "
             f"docs/results/{name}.md waits for the other {len(left)}: "
@@ -259,8 +259,8 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         return 0
-    if replay.unseal(ROOT, f"docs/results/{name}.md"):
-        print(f"docs/results/{name}.md: seal dropped from {replay.SEALED}", flush=True)
+    if seals.unseal(ROOT, f"docs/results/{name}.md"):
+        print(f"docs/results/{name}.md: seal dropped from {seals.SEALED}", flush=True)
     table = [sys.executable, "-m", "tools.results_table", f"{records.RUNS}/{name}.jsonl", f"--command={command}"]
     own = read(args.name).get("experiment_table")  # an experiment whose committed table another tool writes
     results, figures = (
@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
 def progress(root: Path = ROOT) -> list[str]:
     """One line for each committed records file that holds fewer runs than its experiment's grids plan: a
     sealed table rerun in parts, or a replayed table drawn from a part of its grid."""
-    sealed, out = replay.read_sealed(root), []
+    sealed, out = seals.read_sealed(root), []
     for path in sorted((root / records.RUNS).rglob("*.jsonl")):
         name = str(path.relative_to(root / records.RUNS).with_suffix(""))
         experiment, prefix = Path(name).name, str(Path(name).parent)
@@ -367,17 +367,17 @@ def written_by(thens: list[str]) -> list[str]:
 def refresh_headline(tables: list[str]) -> int:
     """Read README's headline numbers again when one comes from one of ``tables`` (docs/results/headline.json):
     the experiment's own table, and those its analyses wrote."""
-    from tools import check_docs
-
-    rows = check_docs.read_headline()["rows"]
+    if not (ROOT / headline.HEADLINE).is_file():  # a checkout without the headline (a test's copy): none to read
+        return 0
+    rows = headline.read(ROOT)["rows"]
     if not any(spec["file"] in tables for row in rows for spec in row["values"]):
         return 0
     try:
-        check_docs.write_headline()
-    except check_docs.Problem as e:
+        headline.write(ROOT)
+    except headline.Problem as e:
         print(f"error: README's headline table: {e}")
         return 1
-    print(f"README.md: headline table read again from {check_docs.HEADLINE}", flush=True)
+    print(f"README.md: headline table read again from {headline.HEADLINE}", flush=True)
     return 0
 
 

@@ -77,6 +77,15 @@ class Records:
         return Cell([r["test_acc"] for r in runs], n=sizes.pop())
 
 
+def length_row(r: dict) -> str:
+    """The row of ``docs/results/long_range_lengths.md`` a run of its JSON is in: its model (and cell), graph and,
+    when not 5, the arity it was trained with (``studies.long_range`` labels its rows with it)."""
+    cell = f" {r['cell']}" if r.get("cell") and r["model"] in ("treelstm", "recursive") else ""
+    args = r.get("train_args", 5)
+    trained = f" (trained with 2-{args} arguments)" if args != 5 else ""
+    return f"{r['model']}{cell} / {r['graph']}{trained}"
+
+
 @dataclass(frozen=True)
 class Lengths:
     """The seeds of one row of ``docs/results/long_range_lengths.md``, on one of its test sets."""
@@ -90,9 +99,7 @@ class Lengths:
         return f"long_range_lengths: {self.row}, {self.test_set}"
 
     def cell(self, data: dict) -> Cell:
-        from studies import long_range
-
-        runs = [r for r in data[self.source]["runs"] if long_range.label(r) == self.row and self.test_set in r["sets"]]
+        runs = [r for r in data[self.source]["runs"] if length_row(r) == self.row and self.test_set in r["sets"]]
         if not runs:
             raise ValueError(f"{self.source}: no run in row {self.row!r} scored on {self.test_set!r}")
         sizes = {r["sets"][self.test_set]["num_examples"] for r in runs}

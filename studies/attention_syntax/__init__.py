@@ -47,6 +47,7 @@ import torch
 
 from engine.io import write_json
 from tools.common import Run, output_dir, pyplot, run_parser
+from tools.replay import Table
 
 OFFSETS = [o for o in range(-12, 13) if o != 0]
 TREES = ("dep", "gold")  # the heads column (ListOps' tree, a parse) | SST's gold constituency tree
@@ -473,6 +474,19 @@ def plot_example(
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+# the table tools.check_docs replays: the seeds of make sst_syntax's loop, the three complete-graph Transformers
+# of make experiment E=sst
+REPLAYS = [
+    Table(
+        "docs/results/sst_syntax.md",
+        tuple(f"docs/results/sst_syntax/seed{s}_{t}/syntax.json" for s in (0, 1, 2) for t in ("gold", "dep")),
+        sst_seeds_table,
+        "studies.attention_syntax.sst_seeds_table",
+        generated_only=True,  # the answer below its '## ' heading is prose
+    )
+]
 
 
 def main(argv=None) -> int:

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from tools import experiment, records, stats
+from tools.replay import Table
 from tools.results_table import collect, from_records, grid_keys
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -237,6 +238,16 @@ def table_from_json(data: dict) -> str:
     """``essay.md`` from the ``essay.json`` written beside it (``tools.check_docs`` compares the two)."""
     small = " SMALL=1" if data["suite"] == "small" else ""
     return report(data, f"make essay{small}", data.get("wall_seconds"))
+
+
+# the tables tools.check_docs replays: essay.md from the essay.json written beside it, at full scale and at
+# scale=small (make essay SMALL=1)
+REPLAYS = [
+    Table(
+        f"docs/results/{d}essay.md", (f"docs/results/{d}essay.json",), table_from_json, "studies.essay.table_from_json"
+    )
+    for d in ("", "small/")
+]
 
 
 def main(argv: list[str] | None = None) -> int:

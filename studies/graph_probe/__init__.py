@@ -52,6 +52,7 @@ import torch.nn.functional as F
 
 from data.datasets import dataset_names
 from data.graphs import GRAPH_KINDS
+from tools.replay import Table
 
 log = logging.getLogger("studies.graph_probe")
 ROOT = Path(__file__).resolve().parents[2]
@@ -597,6 +598,27 @@ def rejudge(out: Path) -> dict:
     write_record(out, record)
     write_markdown(record["results"], out.with_suffix(".md"))
     return record
+
+
+def replay_table(frozen: dict) -> str:
+    """``docs/results/pretrained_graphs_frozen.md`` from its JSON alone (``tools.check_docs`` replays it)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "table.md"
+        write_markdown(frozen["results"], path)
+        return path.read_text()
+
+
+# the table tools.check_docs replays
+REPLAYS = [
+    Table(
+        "docs/results/pretrained_graphs_frozen.md",
+        ("docs/results/pretrained_graphs_frozen.json",),
+        replay_table,
+        "studies.graph_probe.write_markdown",
+    )
+]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,6 +21,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from tools.replay import Table
+
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "docs" / "results" / "listops_best"
 OPS = ("[MAX", "[MIN", "[MED", "[SM")
@@ -103,6 +105,17 @@ def read_runs(runs: Path, data: dict) -> dict:
             f"{runs}/<run>/{EVALS['published']} and {EVALS['unseen']} (see the table's header)"
         )
     return {**data, "seeds": [by_seed[k] for k in sorted(by_seed)]}
+
+
+# the table tools.check_docs replays: listops_best.md from the listops_best.json written beside it
+REPLAYS = [
+    Table(
+        "docs/results/listops_best.md",
+        ("docs/results/listops_best.json",),
+        table_from_json,
+        "studies.listops_best.table_from_json",
+    )
+]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -53,8 +53,10 @@ from engine.evaluation import LENGTH_BUCKETS, predict, summarize
 from engine.io import write_json, write_text
 from engine.memory import nodes_per_graph
 from engine.placement import Placement
-from tools import replay
+from tools import seals
 from tools.common import pyplot
+from tools.replay import Table
+from tools.verdicts import length_row as label  # a run's row: tools.verdicts reads the rows too
 
 LRA = {"max_depth": 10, "max_args": 10, "sampler": "budget"}  # the Long Range Arena recipe
 # (name, min_length, max_length, generator seed): seeds the training data (seed 0) never used
@@ -62,7 +64,7 @@ SETS = (("LRA 1-100", 1, 100, 1001), ("LRA 101-500", 101, 500, 1002), ("LRA 501-
 PUBLISHED = "own test 1-100"
 SHORT = {name: lo <= 100 for name, lo, _, _ in SETS}
 ROOT = Path(__file__).resolve().parents[2]
-REPLAYED = "docs/results/long_range_lengths.md"  # the committed table: tools.replay.TABLES draws it again
+REPLAYED = "docs/results/long_range_lengths.md"  # the committed table: REPLAYS below draws it again
 TRAIN_POOL = 101_000  # dataset=listops_full: 90k + 1k + 10k expressions of seed 0
 
 
@@ -161,13 +163,6 @@ def score(run_dir: Path, sets: dict[str, Path], tokens: int, pairs: int, device:
         }
         print(f"  {name}: {summary['accuracy']:.3f} ({out['sets'][name]['seconds']:.0f} s)", flush=True)
     return out
-
-
-def label(r: dict) -> str:
-    cell = f" {r['cell']}" if r.get("cell") and r["model"] in ("treelstm", "recursive") else ""
-    args = r.get("train_args", 5)
-    trained = f" (trained with 2-{args} arguments)" if args != 5 else ""
-    return f"{r['model']}{cell} / {r['graph']}{trained}"
 
 
 def mean_std(values: list[float]) -> str:
@@ -276,6 +271,17 @@ def find_runs(roots: list[Path]) -> list[Path]:
     return runs
 
 
+# the table tools.check_docs replays: from the JSON that --out writes beside it
+REPLAYS = [
+    Table(
+        REPLAYED,
+        ("docs/results/long_range_lengths.json",),
+        markdown,
+        "studies.long_range.markdown",
+    )
+]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", type=Path, help="run directories, or directories holding them")
@@ -318,8 +324,8 @@ def main(argv: list[str] | None = None) -> int:
         write_json(args.out.with_suffix(".json"), data)  # committed: check_docs draws the table again from it
         write_text(args.out, markdown(data))
         print(f"wrote {args.out} and {args.out.with_suffix('.json')}")
-        if str(args.out.resolve()) == str(ROOT / REPLAYED) and replay.unseal(ROOT, REPLAYED):
-            print(f"{REPLAYED}: seal dropped from {replay.SEALED} (check_docs replays it from its JSON now)")
+        if str(args.out.resolve()) == str(ROOT / REPLAYED) and seals.unseal(ROOT, REPLAYED):
+            print(f"{REPLAYED}: seal dropped from {seals.SEALED} (check_docs replays it from its JSON now)")
     if args.plot:  # with --out, from the committed JSON's runs, as the table is
         plot(data["runs"] if args.out else scores, args.plot)
         print(f"wrote {args.plot}")

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import yaml
 
+from tools.replay import Table
 from tools.stats import Cell, Verdict, cell_of, compare, target_verdict
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -523,6 +524,24 @@ def plot(data: dict, path: Path) -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def replay_table(pg: dict) -> str:
+    """``docs/results/pretrained_graphs.md`` from its JSON alone (``tools.check_docs`` replays it): the table
+    and its figure's link."""
+    figure = f"\n![test accuracy by graph](../figures/{EXPERIMENT}.png)\n"
+    return markdown(pg, f"make experiment E={EXPERIMENT}") + figure
+
+
+# the table tools.check_docs replays
+REPLAYS = [
+    Table(
+        "docs/results/pretrained_graphs.md",
+        ("docs/results/pretrained_graphs.json",),
+        replay_table,
+        "studies.pretrained_graphs.markdown",
+    )
+]
 
 
 def main(argv=None) -> int:

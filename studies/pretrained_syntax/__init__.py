@@ -52,6 +52,7 @@ from pathlib import Path
 import numpy as np
 
 from studies.attention_syntax import OFFSETS, sister_pairs
+from tools.replay import Table
 
 ALL = "all relations"
 TREE_MODES = ("d2h", "h2d", "sym")  # dependent row -> head column | head row -> dependent column | their sum
@@ -1201,6 +1202,22 @@ def markdown(results: Sequence[dict], fine_tuned: str = NOT_RUN) -> str:
         f"Fine-tuned MiniLM: {tuned['model'] if tuned else fine_tuned}.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def replay_table(*results: dict) -> str:
+    """``docs/results/pretrained_syntax.md`` from its three JSON files (``tools.check_docs`` replays it)."""
+    return markdown(list(results))
+
+
+# the table tools.check_docs replays
+REPLAYS = [
+    Table(
+        "docs/results/pretrained_syntax.md",
+        tuple(f"docs/results/pretrained_syntax{s}.json" for s in ("", "_scratch", "_finetuned")),
+        replay_table,
+        "studies.pretrained_syntax.markdown",
+    )
+]
 
 
 def main(argv=None) -> int:

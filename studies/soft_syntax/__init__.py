@@ -44,6 +44,7 @@ from studies.pretrained_graphs import (
     stats,
     verdict_text,
 )
+from tools.replay import Table
 from tools.stats import Verdict, target_verdict
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -532,6 +533,20 @@ def time_section(path: Path | dict) -> list[str]:
         "are timing noise.",
     ]
     return lines
+
+
+# the table tools.check_docs replays
+REPLAYS = [
+    Table(
+        "docs/results/soft_syntax.md",
+        (
+            *(f"docs/results/{n}.json" for n in ("soft_syntax", "pretrained_graphs", "soft_syntax_time")),
+            "docs/results/runs/sst_phrases.jsonl",  # its targets section chooses among phrase-level training too
+        ),
+        replay_table,
+        "studies.soft_syntax.replay_table",
+    )
+]
 
 
 def main(argv=None) -> int:

@@ -11,8 +11,8 @@ import json
 import pytest
 import torch
 
-from data.device_batches import DeviceBatches
 from data.batches import Batches, make_loader
+from data.device_batches import DeviceBatches
 from engine import compiled
 from engine.evaluation import encode_correct, predict
 from tests.conftest import compose_config

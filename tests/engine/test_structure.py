@@ -5,39 +5,26 @@ when a function is called counts as much as one at the top."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 from tests.conftest import ROOT
+from tests.helpers.imports import imported
 
 ABOVE = ("engine", "tools", "studies", "bench", "tutorials", "train", "evaluate")  # what data/ and models/ sit below
 FORBIDDEN = {"models": ABOVE, "data": (*ABOVE, "models")}
 
 
-def imported(path: Path) -> list[tuple[int, str]]:
-    """``(line, module)`` for every import in the file, wherever it is (a function, a branch, a try), and every
-    ``importlib.import_module``/``__import__`` of a constant name."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.append((node.lineno, node.module))
-        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
-            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
-            if name in ("import_module", "__import__") and isinstance(node.args[0].value, str):
-                found.append((node.lineno, node.args[0].value))
-    return found
-
-
 def upward_imports(root: Path = ROOT) -> list[str]:
-    """``path:line imports module`` for each import in data/ or models/ of a package they must not import."""
+    """``path:line imports module`` for each import in data/ or models/ of a package they must not import (the
+    module a ``from X import y`` names: X)."""
     out = []
     for package, forbidden in FORBIDDEN.items():
         for path in sorted((root / package).rglob("*.py")):
-            for line, module in imported(path):
-                if module.split(".")[0] in forbidden:
-                    out.append(f"{path.relative_to(root)}:{line} imports {module}")
+            module = ".".join(path.relative_to(root).with_suffix("").parts)
+            found = sorted((line, name) for name, line in imported(path, module) if name.split(".")[0] in forbidden)
+            for line, name in found:  # 'from a.b import c' reads as a.b and a.b.c: name a.b
+                if not any(at == line and name.startswith(other + ".") for at, other in found):
+                    out.append(f"{path.relative_to(root)}:{line} imports {name}")
     return out
 
 

@@ -66,7 +66,7 @@ def test_experiment_runner_runs_every_grid_then_the_table(tmp_path, monkeypatch)
     assert calls[0][:3] == ["-m", "tools.results_table", "docs/results/runs/sst_tai.jsonl"] and len(calls) == 1
     calls.clear()  # a sealed table without its records: no table, the seal holds
     monkeypatch.setattr(experiment.records, "read", lambda name: [])
-    monkeypatch.setattr(experiment.replay, "read_sealed", lambda root: {"docs/results/aggregation.md": {}})
+    monkeypatch.setattr(experiment.seals, "read_sealed", lambda root: {"docs/results/aggregation.md": {}})
     assert experiment.main(["aggregation", "--table-only"]) == 0 and calls == []
     with pytest.raises(SystemExit, match="no experiment 'nope'; valid: .*sst"):
         experiment.grids_of("nope")
@@ -164,7 +164,7 @@ def test_the_plan_holds_every_committed_record():
 def repo(tmp_path, monkeypatch):
     """A repository whose heads table is sealed and whose records hold 5 of its 12 runs; train.py and the
     table writer are faked: a training call writes a finished run directory, every call is kept."""
-    from tools import experiment, records, replay
+    from tools import experiment, records, seals
 
     root = tmp_path / "repo"
     root.mkdir()
@@ -173,7 +173,7 @@ def repo(tmp_path, monkeypatch):
     (root / "docs" / "results" / "heads.md").write_text(
         "per-run records not committed; rerun: `make experiment E=heads`\n\n| h | acc |\n|---|---|\n| 1 | 0.5 |\n"
     )
-    replay.seal(root, "docs/results/heads.md", "make experiment E=heads")
+    seals.seal(root, "docs/results/heads.md", "make experiment E=heads")
     for module in (experiment, records):
         monkeypatch.setattr(module, "ROOT", root)
     monkeypatch.setattr(experiment, "write_records", WRITE_RECORDS)  # into this copy: conftest stubs it out
@@ -198,7 +198,7 @@ def repo(tmp_path, monkeypatch):
 
 
 def test_a_rerun_in_parts_trains_the_missing_runs_and_the_seal_holds_until_every_run_is_recorded(repo, capsys):
-    from tools import experiment, records, replay
+    from tools import experiment, records, seals
 
     root, plan, calls = repo
     have = {tuple(r["overrides"]) for r in records.read("heads")}
@@ -206,7 +206,7 @@ def test_a_rerun_in_parts_trains_the_missing_runs_and_the_seal_holds_until_every
     assert len(have) == 5 and len(todo) == 7 and experiment.missing("heads", []) == todo
     assert experiment.main(["heads", "--missing", "--max-runs", "3"]) == 0  # a first part: 3 runs
     assert [c[0] for c in calls] == [["train.py", "-m", *run] for run in todo[:3]]
-    assert len(records.read("heads")) == 8 and "docs/results/heads.md" in replay.read_sealed(root)
+    assert len(records.read("heads")) == 8 and "docs/results/heads.md" in seals.read_sealed(root)
     out = capsys.readouterr().out
     assert (
         "8 of 12 runs of heads recorded" in out
@@ -219,7 +219,7 @@ def test_a_rerun_in_parts_trains_the_missing_runs_and_the_seal_holds_until_every
     assert sorted(c[0][2:] for c in trained) == sorted(todo[3:])
     assert all(c[1]["OMP_NUM_THREADS"] and c[2] is not None for c in trained)
     assert len(list((root / "multirun" / "heads" / ".logs").glob("run*.log"))) == 4
-    assert len(records.read("heads")) == 12 and replay.read_sealed(root) == {}
+    assert len(records.read("heads")) == 12 and seals.read_sealed(root) == {}
     assert calls[-1][0][:3] == ["-m", "tools.results_table", "docs/results/runs/heads.jsonl"]
     assert "experiment_then skipped" in capsys.readouterr().out  # 5 runs were trained elsewhere: no pruning here
     assert experiment.progress(root) == []
@@ -228,13 +228,13 @@ def test_a_rerun_in_parts_trains_the_missing_runs_and_the_seal_holds_until_every
 
 
 def test_a_part_that_fails_writes_no_table_and_bad_counts_are_refused(repo, monkeypatch, capsys):
-    from tools import experiment, records, replay
+    from tools import experiment, records, seals
 
     root, plan, calls = repo
     monkeypatch.setattr(experiment.subprocess, "call", lambda cmd, **kw: calls.append(cmd) or 1)
     assert experiment.main(["heads", "--missing", "--max-runs", "1"]) == 1
     assert "error: 1 run(s) of experiment heads failed" in capsys.readouterr().out
-    assert len(records.read("heads")) == 5 and "docs/results/heads.md" in replay.read_sealed(root)
+    assert len(records.read("heads")) == 5 and "docs/results/heads.md" in seals.read_sealed(root)
     for bad in (["--max-runs", "-1"], ["--jobs", "0"]):
         with pytest.raises(SystemExit):
             experiment.main(["heads", *bad])
@@ -242,7 +242,7 @@ def test_a_part_that_fails_writes_no_table_and_bad_counts_are_refused(repo, monk
 
 
 def test_two_checkouts_split_the_plan_by_shard_in_parts_and_their_runs_join_the_records(repo, capsys):
-    from tools import experiment, records, replay
+    from tools import experiment, records, seals
 
     root, plan, calls = repo
     todo, committed = experiment.missing("heads", []), records.path_of("heads").read_text()
@@ -257,7 +257,7 @@ def test_two_checkouts_split_the_plan_by_shard_in_parts_and_their_runs_join_the_
         assert f"'ARGS=--missing --shard {k}/2'" in capsys.readouterr().out  # what this checkout's next part is
         trained[k] = mine
         assert len(mine) >= 3 and mine == [run for run in plan[k - 1 :: 2] if run in todo]  # by place in the plan
-        assert "docs/results/heads.md" in replay.read_sealed(root)
+        assert "docs/results/heads.md" in seals.read_sealed(root)
         elsewhere.append(root.parent / f"checkout{k}")
         (root / "multirun").rename(elsewhere[-1])
     assert sorted(sum(trained.values(), [])) == sorted(todo)  # each missing run trained once, by one checkout
@@ -283,7 +283,7 @@ def test_two_checkouts_split_the_plan_by_shard_in_parts_and_their_runs_join_the_
     assert "heads.md: all 12 runs its grids plan are recorded, the table still sealed: draw it (make experiment" in line
     calls.clear()
     assert experiment.main(["heads", "--table-only"]) == 0  # every planned run recorded: drawn, seal dropped
-    assert replay.read_sealed(root) == {} and calls[-1][0][1] == "tools.results_table"  # pruning skipped:
+    assert seals.read_sealed(root) == {} and calls[-1][0][1] == "tools.results_table"  # pruning skipped:
     assert "experiment_then skipped: it reads the run directories, and multirun/heads holds none" in (
         capsys.readouterr().out
     )  # no run directory here to prune
@@ -299,14 +299,14 @@ def test_two_checkouts_split_the_plan_by_shard_in_parts_and_their_runs_join_the_
 
 
 def test_the_headline_is_read_again_when_an_analysis_wrote_one_of_its_tables(monkeypatch):
-    from tools import check_docs
+    from tools import headline
 
     then = "studies.long_range multirun/long_range --out docs/results/long_range_lengths.md --plot x.png"
     assert experiment.written_by([then, "prune_heads multirun/heads"]) == ["docs/results/long_range_lengths.md"]
     rows = {"rows": [{"values": [{"file": "docs/results/long_range_lengths.md"}]}]}
-    monkeypatch.setattr(check_docs, "read_headline", lambda: rows)
+    monkeypatch.setattr(headline, "read", lambda root: rows)
     written = []
-    monkeypatch.setattr(check_docs, "write_headline", lambda: written.append(1))
+    monkeypatch.setattr(headline, "write", lambda root: written.append(1))
     assert experiment.refresh_headline(["docs/results/long_range.md"]) == 0 and written == []
     tables = ["docs/results/long_range.md", *experiment.written_by([then])]
     assert experiment.refresh_headline(tables) == 0 and written == [1]

@@ -1,4 +1,4 @@
-"""Issue 35: per-run records (tools.records), tables replayed from them or sealed (tools.replay), and numbers
+"""Issue 35: per-run records (tools.records), tables replayed from them or sealed (tools.replay, tools.seals), and numbers
 restated in prose tied to a cell (check_docs' refs and restated tables)."""
 
 import json
@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from tools import check_docs, records, replay, results_table
+from tools import check_docs, records, replay, results_table, seals
 
 
 def write_run(root, name, model, graph, seed, acc, curve, extra=()):
@@ -135,9 +135,9 @@ def seal_in(copy):
     """aggregation in the copy as it was before its rerun: its records gone, its rows sealed (no table of the
     repository is both sealed and rerunnable now: before/graph_choice cannot be rerun)."""
     page = copy / SEALED
-    header = f"{replay.NOTE}`make experiment E=aggregation` (this table is sealed, not replayed).\n\n"
+    header = f"{seals.NOTE}`make experiment E=aggregation` (this table is sealed, not replayed).\n\n"
     page.write_text(header + page.read_text())
-    replay.seal(copy, SEALED, "make experiment E=aggregation")
+    seals.seal(copy, SEALED, "make experiment E=aggregation")
     path = copy / records.RUNS / "aggregation.jsonl"  # the Transformer's tree runs not recorded yet (none is cited)
     kept = [line for line in path.read_text().splitlines() if '"graph=tree","model=transformer"' not in line]
     path.write_text("".join(line + "\n" for line in kept))

@@ -1,0 +1,188 @@
+"""The headline tables: README's short one and ``docs/headline.md``'s full one, generated from
+``docs/results/headline.json``.
+
+The JSON names, for every number, the results file, table, row and column it is read from; ``write`` reads
+those numbers into the JSON and rewrites README's short table (each row's ``short`` cells, one number per
+cell) and ``docs/headline.md``'s full one (every number, with its tables and commands) between their
+``<!-- headline:start -->`` and ``<!-- headline:end -->`` markers (``python -m tools.check_docs
+--write-headline``; ``tools.experiment`` calls it when an experiment rewrote a table a number is read from).
+``check`` reads every number again from its results file and compares it with the JSON, and both tables with
+what the JSON renders, so a number changed by hand in any of them fails (``tools.check_docs`` runs it).
+Every function takes the repository's root, so the checks run on a copy as well.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from tools.markdown import NUMBER, row, rule, tables
+
+HEADLINE = Path("docs/results/headline.json")
+DETAILS = Path("docs/headline.md")  # the headline table in full: every number, its legend, tables and commands
+START, END = "<!-- headline:start -->", "<!-- headline:end -->"
+
+
+class Problem(Exception):
+    """A headline number that cannot be read: one line naming the file."""
+
+
+def locate(root: Path, spec: dict) -> tuple[float, int]:
+    """The number ``spec`` names (file, optional table title, row, column, index) and its line."""
+    path = root / spec["file"]
+    if not path.is_file():
+        raise Problem(f"{HEADLINE}: {spec['file']} does not exist")
+    for title, rows in tables(path):
+        if spec.get("table") and spec["table"] not in title:
+            continue
+        header = rows[0][1]
+        if spec["col"] not in header:
+            continue
+        col = header.index(spec["col"])
+        for number, cells in rows[1:]:
+            if cells[0].strip("*` ") == spec["row"]:
+                found = NUMBER.findall(cells[col].replace("−", "-"))
+                if len(found) <= spec.get("index", 0):
+                    raise Problem(f"{spec['file']}:{number}: no number {spec.get('index', 0)} in {cells[col]!r}")
+                return float(found[spec.get("index", 0)]), number
+    where = f"table {spec['table']!r}, " if spec.get("table") else ""
+    raise Problem(f"{spec['file']}: no row {spec['row']!r} in column {spec['col']!r} ({where}named in {HEADLINE})")
+
+
+def formatted(spec: dict, value: float) -> str:
+    return f"{value * spec.get('scale', 1):.{spec.get('digits', 1)}f}"
+
+
+def _links(files: list[str], page: str, commands: dict[str, str] | None = None) -> str:
+    """Links to results tables from ``page`` (README at the root, or a page under docs/), each with its command."""
+    base = Path(page).parent
+    out = []
+    for file in files:
+        target = Path(file).relative_to(base) if base != Path(".") else Path(file)
+        command = f" (`{commands[file]}`)" if commands else ""
+        out.append(f"[{Path(file).stem}]({target.as_posix()}){command}")
+    return ", ".join(out)
+
+
+def render_short(data: dict) -> list[str]:
+    """README's short table: each row's ``short`` cells, one number (with its seeds) per cell."""
+    lines = [row(data["short_columns"]), rule(len(data["short_columns"]))]
+    for entry in data["rows"]:
+        values, short = [v["value"] for v in entry["values"]], entry["short"]
+        cells = [entry["task"], *(short[k].format(*values) for k in ("best", "transformer", "pretrained", "anchor"))]
+        lines.append(row(cells + [_links(short["tables"], "README.md")]))
+    return lines
+
+
+def render_details(data: dict) -> list[str]:
+    """The details page's table (DETAILS): every number of each row, its legend, its tables and commands."""
+    lines = [row(data["columns"]), rule(len(data["columns"]))]
+    for entry in data["rows"]:
+        values = [v["value"] for v in entry["values"]]
+        commands = {t["file"]: t["command"] for t in entry["tables"]}
+        pretrained = entry.get("pretrained", "—").format(*values)  # GloVe inputs, the pretrained MiniLM
+        cells = [
+            entry["task"],
+            entry["best"].format(*values),
+            entry["transformer"].format(*values),
+            pretrained,
+            entry["anchor"],
+            _links(list(commands), str(DETAILS), commands),
+        ]
+        lines.append(row(cells))
+    return lines
+
+
+RENDERED = {"README.md": render_short, str(DETAILS): render_details}  # page -> its table
+
+
+def rewrite(root: Path, data: dict) -> None:
+    """Write the tables ``data`` renders between the markers of README and the details page."""
+    for page, render in RENDERED.items():
+        lines = (root / page).read_text().splitlines()
+        start, end = lines.index(START), lines.index(END)
+        lines[start + 1 : end] = render(data)
+        (root / page).write_text("\n".join(lines) + "\n")
+
+
+def read(root: Path) -> dict:
+    return json.loads((root / HEADLINE).read_text())
+
+
+def write(root: Path) -> list[str]:
+    """Read every headline number from its results file into headline.json, then rewrite README's table and
+    the details page's; README's table as it is now."""
+    data = read(root)
+    for entry in data["rows"]:
+        for spec in entry["values"]:
+            value, _ = locate(root, spec)
+            spec["value"] = formatted(spec, value)
+    (root / HEADLINE).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    rewrite(root, data)
+    return render_short(data)
+
+
+def check(root: Path) -> list[str]:
+    """One line per headline number that differs from its results file, per row that does not link the file a
+    number of it is read from, and per line of the two tables that differs from what the JSON renders."""
+    problems = []
+    data = read(root)
+    for entry in data["rows"]:
+        linked = {t["file"] for t in entry["tables"]}
+        for k, spec in enumerate(entry["values"]):
+            if spec["file"] not in linked:
+                problems.append(
+                    f"{HEADLINE}: row {entry['task']!r}, value {k} is read from {spec['file']}, "
+                    f"which the row does not link ({', '.join(sorted(linked))})"
+                )
+            try:
+                value, line = locate(root, spec)
+            except Problem as e:
+                problems.append(str(e))
+                continue
+            if formatted(spec, value) != spec["value"]:
+                problems.append(
+                    f"{HEADLINE}: row {entry['task']!r} says {spec['value']}, "
+                    f"{spec['file']}:{line} has {formatted(spec, value)}"
+                )
+        short = entry.get("short", {})
+        cited = {int(k) for cell in short.values() if isinstance(cell, str) for k in re.findall(r"\{(\d+)\}", cell)}
+        for k in sorted(cited):  # README's short row links the table of every number it shows
+            if k < len(entry["values"]) and entry["values"][k]["file"] not in short.get("tables", []):
+                problems.append(
+                    f"{HEADLINE}: row {entry['task']!r}, short value {k} is read from {entry['values'][k]['file']}, "
+                    f"which the short row does not link"
+                )
+        for file in short.get("tables", []):
+            if file not in linked:
+                problems.append(f"{HEADLINE}: row {entry['task']!r}, short table {file} is not one of the row's tables")
+    for page, render in RENDERED.items():
+        if not (root / page).is_file():
+            problems.append(
+                f"{page}: missing (it holds a headline table: `python -m tools.check_docs --write-headline`)"
+            )
+            continue
+        lines = (root / page).read_text().splitlines()
+        if START not in lines or END not in lines:
+            problems.append(f"{page}: no {START} ... {END} markers around the headline table")
+            continue
+        start, end = lines.index(START), lines.index(END)
+        have, want = lines[start + 1 : end], render(data)
+        for k in range(max(len(have), len(want))):
+            a = have[k] if k < len(have) else "(missing)"
+            b = want[k] if k < len(want) else "(missing)"
+            if a == b:
+                continue
+            na, nb = NUMBER.findall(a), NUMBER.findall(b)
+            diff = [(x, y) for x, y in zip(na, nb) if x != y]
+            what = (
+                f"says {diff[0][0]}, {HEADLINE} gives {diff[0][1]}"
+                if diff
+                else f"differs from what {HEADLINE} renders: {a!r} vs {b!r}"
+            )
+            problems.append(
+                f"{page}:{start + 2 + k}: headline table {what} (edit the JSON's sources, then "
+                f"`python -m tools.check_docs --write-headline`)"
+            )
+    return problems
