@@ -144,14 +144,19 @@ def device_loaders(run: RunConfig, construction, sets, train_loader, eval_loader
         if lazy[s]:
             log.info("trainer.device_batches: the %s split is built per batch, evaluated on DGL's batches", s)
             continue
-        evals[s] = DeviceBatches(device_split(run, construction, sets[s], device), eval_loaders[s].batch_sampler)
+        try:
+            evals[s] = DeviceBatches(device_split(run, construction, sets[s], device), eval_loaders[s].batch_sampler)
+        except ValueError as e:  # graphs that differ in their data keys: evaluation keeps DGL's batches
+            log.info("trainer.device_batches: the %s split is evaluated on DGL's batches (%s)", s, e)
     held = ["train", *(s for s in evals if isinstance(evals[s], DeviceBatches))]
     log.info("trainer.device_batches: the %s splits on %s, their batches made there", ", ".join(held), device)
     return train, evals
 
 
 def device_split(run: RunConfig, construction, ds: GraphDataset, device):
-    """``ds`` (held graphs) as a ``DeviceSplit`` on ``device``: what the model reads (edge types, roots) and no more."""
+    """``ds`` (held graphs) as a ``DeviceSplit`` on ``device``: what the model reads (edge types, roots) and no more;
+    refused in one line when its graphs cannot be packed (``device_loaders`` evaluates such a split on DGL's
+    batches instead)."""
     from data.batches import PackedGraphs, pack_graphs
     from data.device_batches import DeviceSplit
 
@@ -309,7 +314,7 @@ def run(cfg: DictConfig, out_dir: str | os.PathLike) -> dict:
     (out_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
     config = run_cfg.resolved
     seed_everything(run_cfg.seed)
-    # engine.placement decides the model's device, the graphs' and the impl; torchrun's processes, else a world of one
+    # engine.placement decides the model's device and the graphs'; torchrun's processes, else a world of one
     placement, world = start_devices(run_cfg.device, run_cfg.model.impl)
     devices = placement.devices
     data = build_data(run_cfg, devices, world)  # 1. data

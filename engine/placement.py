@@ -1,4 +1,4 @@
-"""Where a run computes: one decision, read by the memory plan, the encoders, ``train.py``, ``evaluate.py``
+"""Where a run computes: one decision, read by the memory plan, ``train.py``, ``evaluate.py``
 and the benchmarks.
 
 It owns two choices:

@@ -56,7 +56,7 @@ class LayeredConfig(ModelConfig, Protocol):
 
 class Model(Protocol):
     """What a family's build returns: an ``nn.Module`` taking a batched graph, with the impl it runs
-    (``evaluate.py impl=...`` sets it; ``Placement.decide`` reads it)."""
+    (``evaluate.py impl=...`` sets it; ``models.impl.choose_impl`` decides each batch by it)."""
 
     impl: str
 

@@ -27,10 +27,14 @@ A cell with one seed has no seed spread of its own. It borrows the other cell's 
 one seed each are *not judged* (``one seed each``), unless both are deterministic (a fixed pretrained model, a
 probe: no training randomness at all, ``deterministic=True``), where only the test term counts.
 
+``against(cell, target)`` is the same rule with one side: a cell against a fixed number (a target, a published
+score).
+
 ``tests/tools/test_stats.py`` calibrates the rule: simulated null comparisons (one config twice; two models of equal
-accuracy whose errors fall on different examples), seed spreads of 0.3 to 1.0 points, are called findings about
-5% of the time; the rule the essay used before (a pooled sigma, 2 standard errors, the test term divided by the
-seeds) calls up to 10-15%, and the unpaired conservative one under 1%. ``calibrate()`` prints the same table.
+accuracy whose errors fall on different examples; one config twice whose seeds exchange which examples are right),
+seed spreads of 0.1 to 1.0 points, are called findings 3-5% of the time (docs/results/calibration.md); the rule the
+essay used before (a pooled sigma, 2 standard errors, the test term divided by the seeds) calls up to 12%, and the
+unpaired conservative one 0-3%. ``calibrate()`` prints the same table.
 
     from tools.stats import Cell, compare
     v = compare(Cell([0.57, 0.58, 0.59], correct=matrix_a), Cell([0.55, 0.56, 0.57], correct=matrix_b))
@@ -190,8 +194,9 @@ def against(a: Cell, target: float, level: float = LEVEL) -> Verdict:
     seed variance over its seeds plus its test term, which is not divided by the seeds (per-example: the variance
     over examples of the seed-averaged correctness, less the seeds' own flips, over N; else the binomial
     ``acc (1 - acc) / N``). Student's t on Welch-Satterthwaite df, two-sided. ``verdict``: "A higher" (the target
-    is met beyond the noise), "B higher" (missed beyond it) or ``LEVEL_ANSWER``; one seed: ``NOT_JUDGED``
-    unless the cell is deterministic."""
+    is met beyond the noise), "B higher" (missed beyond it) or ``LEVEL_ANSWER``; one seed: "one seed: not
+    judged" unless the cell is deterministic. The target is a population accuracy; a published score on the
+    *same* test split carries no test term of its own against this one, so the rule is conservative there."""
     if not a.accs:
         return Verdict(None, None, "not run yet")
     diff = a.mean - target

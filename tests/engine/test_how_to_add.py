@@ -154,10 +154,13 @@ def test_a_dataset_is_its_module_and_its_yaml(repo):
 def test_a_study_is_three_files_and_runs_as_a_module(repo):
     steps = recipe("A study")
     assert "Three new files in `studies/<name>/`" in steps and "`sys.exit(main())`" in steps
+    assert "`REPLAYS = [Table(" in steps
     assert "The toy: `tests/helpers/toy_study/` as `studies/toy_study/`" in steps
     (repo / "studies").mkdir()
     shutil.copy(ROOT / "studies" / "__init__.py", repo / "studies" / "__init__.py")
     shutil.copytree(HELPERS / "toy_study", repo / "studies" / "toy_study", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "tools", repo / "tools", ignore=shutil.ignore_patterns("__pycache__"))  # Table, replay
+    shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")
     assert sorted(p.name for p in (repo / "studies" / "toy_study").iterdir()) == [
         "README.md",
         "__init__.py",
@@ -173,6 +176,10 @@ def test_a_study_is_three_files_and_runs_as_a_module(repo):
     from tests.helpers.toy_study import table_from_json
 
     assert page == table_from_json(json.loads((repo / "docs" / "results" / "toy_study.json").read_text()))
+    # tools.check_docs replays the page: the declared table renders, from the JSON, what the study wrote
+    check = "from pathlib import Path; from tools import replay; (t,) = replay.declared(); print(t.table, t.want(Path('.')) == Path(t.table).read_text().splitlines())"
+    res = python(repo, "-c", check)
+    assert res.returncode == 0 and res.stdout.split() == ["docs/results/toy_study.md", "True"], res.stderr[-2000:]
 
 
 CITED_METHOD = re.compile(r"^([A-Z]\w*)\.(\w+)$")  # `DotProductAttention.forward`

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from data.graphs import GRAPH_KINDS, GraphConstruction
+from tools.replay import Table
 
 
 def edges_per_graph(n: int) -> dict[str, int]:
@@ -22,6 +23,10 @@ def table_from_json(data: dict) -> str:
     """The page, from the JSON alone."""
     rows = [f"| {name} | {count} |" for name, count in data["edges"].items()]
     return "\n".join([f"# Edges of a {data['n']}-token sentence", "", "| graph | edges |", "|---|---|", *rows, ""])
+
+
+# the page tools.check_docs replays from the JSON (studies.replays collects it)
+REPLAYS = [Table("docs/results/toy_study.md", ("docs/results/toy_study.json",), table_from_json, "table_from_json")]
 
 
 def main(argv: list[str] | None = None) -> int:
