@@ -131,9 +131,12 @@ def _records(path: Path):
 
 
 def _has_exit_record(path: Path) -> bool:
+    """Has W&B written the run's exit record yet? A record still being written reads as corrupt: not yet."""
+    from google.protobuf.message import DecodeError
+
     try:
         return any(r.WhichOneof("record_type") == "exit" for r in _records(path))
-    except (OSError, ValueError):
+    except (OSError, ValueError, DecodeError):
         return False
 
 

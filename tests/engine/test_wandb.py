@@ -49,3 +49,16 @@ def test_disabled_writes_nothing(no_credentials, tmp_path):
     results = run(compose_config(["debug=tiny", "trainer.progress=false", "logger=none"]), out)
     assert results["wandb_mode"] == "disabled"
     assert not (out / "wandb").exists()
+
+
+def test_a_record_still_being_written_reads_as_not_finished(tmp_path):
+    """finish() polls the offline file for its exit record while W&B writes it; a half-written record must read
+    as "not yet", not stop the run (seen once under load: DecodeError out of Tracker.finish)."""
+    import struct
+
+    from engine.tracking import _has_exit_record
+
+    path = tmp_path / "run-x.wandb"
+    path.write_bytes(b":W&B\x00\x00\x00" + struct.pack("<IHB", 0, 6, 1) + b"\xff" * 6)  # one full chunk, garbage
+    assert _has_exit_record(path) is False
+    assert _has_exit_record(tmp_path / "missing.wandb") is False
