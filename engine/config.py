@@ -65,7 +65,9 @@ class TrainerConfig:
     resume: str | None
     heartbeat_s: float = 0.0  # configs written before trainer.heartbeat_s: no heartbeat
     compile: bool = False  # torch.compile the dense forward on bucketed shapes (engine/compiled.py)
-    device_batches: bool = False  # training, validation and test batches made on the model's device (data/device_batches.py)
+    device_batches: bool = (
+        False  # training, validation and test batches made on the model's device (data/device_batches.py)
+    )
 
     @classmethod
     def from_mapping(cls, t: Mapping) -> TrainerConfig:
