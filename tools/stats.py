@@ -176,17 +176,22 @@ def compare(a: Cell, b: Cell, level: float = LEVEL) -> Verdict:
     dfb = (b.k - 1) if b.k > 1 else (a.k - 1)
     seeds_a, seeds_b = va / a.k, vb / b.k
     test, df_test, rule = test_variance(a, b)
-    total = seeds_a + seeds_b + test
+    return judged(diff, {"seeds_a": (seeds_a, dfa), "seeds_b": (seeds_b, dfb), "test": (test, df_test)}, rule, level)
+
+
+def judged(diff: float, terms: dict[str, tuple[float, float]], rule: str, level: float = LEVEL) -> Verdict:
+    """The verdict on ``diff`` whose variance is the sum of ``terms`` (name: (variance, its degrees of freedom)):
+    Student's t at the Welch-Satterthwaite df of the sum, two-sided at ``level``."""
+    total = sum(v for v, _ in terms.values())
     if total <= 0:
         return Verdict(diff, 0.0, LEVEL_ANSWER if diff == 0 else ("A higher" if diff > 0 else "B higher"), rule)
     # Welch-Satterthwaite: how many degrees of freedom the estimated variance rests on
-    denom = sum(v * v / d for v, d in ((seeds_a, dfa), (seeds_b, dfb), (test, df_test)) if v > 0 and d > 0)
+    denom = sum(v * v / d for v, d in terms.values() if v > 0 and d > 0)
     df = total * total / denom if denom > 0 else math.inf
     se = math.sqrt(total)
     noise = t_quantile(df, level) * se
     answer = LEVEL_ANSWER if abs(diff) <= noise else ("A higher" if diff > 0 else "B higher")
-    parts = {"seeds_a": seeds_a, "seeds_b": seeds_b, "test": test}
-    return Verdict(diff, noise, answer, rule, se, df, parts)
+    return Verdict(diff, noise, answer, rule, se, df, {name: v for name, (v, _) in terms.items()})
 
 
 def against(a: Cell, target: float, level: float = LEVEL) -> Verdict:
@@ -211,13 +216,7 @@ def against(a: Cell, target: float, level: float = LEVEL) -> Verdict:
         test, rule = a.mean * (1 - a.mean) / a.n, "unpaired"
     else:
         raise ValueError("a cell without predictions needs its test set's size (Cell(n=...)) to meet a target")
-    total = seeds + test
-    denom = sum(v * v / d for v, d in ((seeds, a.k - 1), (test, a.n - 1)) if v > 0 and d > 0)
-    df = total * total / denom if denom > 0 else math.inf
-    se = math.sqrt(total)
-    noise = t_quantile(df, level) * se
-    answer = LEVEL_ANSWER if abs(diff) <= noise else ("A higher" if diff > 0 else "B higher")
-    return Verdict(diff, noise, answer, rule, se, df, {"seeds_a": seeds, "test": test})
+    return judged(diff, {"seeds_a": (seeds, a.k - 1), "test": (test, a.n - 1)}, rule, level)
 
 
 def target_verdict(accs: Sequence[float], target: float, n: int) -> str:
