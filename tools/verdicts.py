@@ -10,14 +10,18 @@ committed per-run data:
 - ``Records(experiment, overrides)``: the runs of ``docs/results/runs/<experiment>.jsonl`` whose overrides, but
   ``experiment=`` and ``seed=``, are exactly ``overrides`` (``"graph=complete; model=gat"``): one test accuracy a
   seed, and N, the test set's size, from each record's ``test_by_length`` counts;
+- ``Records(..., part="root=[MAX")``: the same runs scored on one slice of the test set only, the examples whose
+  root operator is ``[MAX`` (each record's ``test_by_root``), judged unpaired (the records keep no predictions by
+  slice);
 - ``Lengths(row, test_set)``: the runs of ``docs/results/long_range_lengths.json`` that its table shows in row
   ``row``, scored on ``test_set`` (N from the run's ``num_examples`` there).
 
 A ``Family`` judges every pair of a list (the prose's "no two cells differ") and keeps the count of findings.
 
 Every pair is judged by ``tools.stats.compare``, the repository's one rule (docs/statistics.md): one seed a side is
-not judged; with seeds, each cell's own seed variance over its seeds plus the test-set term, which here is the
-unpaired binomial one of each cell (these records keep no per-example predictions), at the two-sided 5% level.
+not judged; with seeds, each cell's own seed variance over its seeds plus the test-set term, at the two-sided 5%
+level. The test-set term is paired over the examples where every run of both cells kept its per-example predictions
+(runs trained since 155a1c9), else the unpaired binomial term of each cell, not divided by the seeds.
 The JSON is what the pages' ``<!-- ref: docs/results/verdicts.json > ... -->`` comments read; the table
 (``docs/results/verdicts.md``) is drawn from the records again by ``tools.check_docs`` (``tools.replay.TABLES``),
 and says that the JSON is stale when it no longer equals what the records give.
@@ -50,6 +54,7 @@ class Records:
     experiment: str
     overrides: str
     paired: bool = True  # False: judge as if the runs had kept no predictions (the unpaired rule, for contrast)
+    part: str = ""  # "root=[MAX": only the test examples of that root operator (the records' test_by_root), unpaired
 
     @property
     def source(self) -> str:
@@ -57,7 +62,7 @@ class Records:
 
     @property
     def label(self) -> str:
-        return f"{self.experiment}: {self.overrides}"
+        return f"{self.experiment}: {self.overrides}" + (f", {self.part}" if self.part else "")
 
     def cell(self, data: dict) -> Cell:
         want = sorted(o.strip() for o in self.overrides.split(";") if o.strip())
@@ -72,9 +77,21 @@ class Records:
         if len(sizes) != 1:
             raise ValueError(f"{self.label}: its runs were tested on sets of {sorted(sizes)} examples")
         runs = sorted(runs, key=lambda r: r["seed"])
+        if self.part:  # a slice of the test set: its accuracy and size in each record, judged unpaired
+            return self.part_cell(runs)
         if self.paired:  # paired over the test examples where every run kept its predictions (tools.stats)
             return cell_of(runs, n=sizes.pop())
         return Cell([r["test_acc"] for r in runs], n=sizes.pop())
+
+    def part_cell(self, runs: list[dict]) -> Cell:
+        by, _, key = self.part.partition("=")
+        slices = [r.get(f"test_by_{by}", {}).get(key) for r in runs]
+        if not all(slices):
+            raise ValueError(f"{self.label}: a run's record has no test_by_{by} entry {key!r}")
+        sizes = {s["n"] for s in slices}
+        if len(sizes) != 1:
+            raise ValueError(f"{self.label}: its runs hold {sorted(sizes)} examples of {key}")
+        return Cell([s["acc"] for s in slices], n=sizes.pop())
 
 
 def length_row(r: dict) -> str:
@@ -181,6 +198,14 @@ COMPARISONS: list[Comparison | Family] = [
     Comparison("statistics", "graph_choice_depth, 2 tied layers: tree - complete, unpaired",
                Records("graph_choice_depth", "graph=tree; model.num_layers=2", paired=False),
                Records("graph_choice_depth", "graph=complete; model.num_layers=2", paired=False)),
+    # docs/essay.md, aggregation at full scale: where max gains and loses against mean, by the root operator
+    *(
+        Comparison("essay", f"aggregation {graph} {root}: max - mean",
+                   Records("aggregation", f"graph={graph}; model=max", part=f"root={root}"),
+                   Records("aggregation", f"graph={graph}; model=mean", part=f"root={root}"))
+        for graph in ("complete", "tree")
+        for root in ("[MAX", "[MIN", "[MED")
+    ),
     # docs/listops.md, "Every model at the published scale"
     Comparison("listops", "transformer: tree - complete", R(LS, "graph=tree; model=transformer"),
                R(LS, "graph=complete; model=transformer")),

@@ -68,8 +68,8 @@ def predictions_of(experiment: str, overrides: str):
 def test_each_row_is_compare_on_its_two_cells(fresh):
     checked = 0
     for c in verdicts.COMPARISONS:
-        if not isinstance(c, verdicts.Comparison) or not isinstance(c.a, verdicts.Records):
-            continue
+        if not isinstance(c, verdicts.Comparison) or not isinstance(c.a, verdicts.Records) or c.a.part:
+            continue  # slices of the test set: the next test
         (a, na), (b, nb) = seeds_of(c.a.experiment, c.a.overrides), seeds_of(c.b.experiment, c.b.overrides)
         kept_a, kept_b = predictions_of(c.a.experiment, c.a.overrides), predictions_of(c.b.experiment, c.b.overrides)
         if c.a.paired and c.b.paired and kept_a is not None and kept_b is not None:  # every run kept its predictions
@@ -82,6 +82,36 @@ def test_each_row_is_compare_on_its_two_cells(fresh):
         assert (row["a"]["k"], row["b"]["k"], row["a"]["n"], row["b"]["n"]) == (len(a), len(b), na, nb)
         checked += 1
     assert checked >= 30
+
+
+def slice_of(experiment: str, overrides: str, root: str) -> tuple[list[float], int]:
+    """One cell's accuracies on the test examples of one root operator, and how many there are, read here."""
+    want = set(overrides.split("; "))
+    accs, sizes = [], set()
+    for line in (ROOT / f"docs/results/runs/{experiment}.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        if {o for o in r["overrides"] if not o.startswith(("experiment=", "seed="))} == want:
+            accs.append(r["test_by_root"][root]["acc"])
+            sizes.add(r["test_by_root"][root]["n"])
+    assert len(sizes) == 1
+    return accs, sizes.pop()
+
+
+def test_a_slice_of_the_test_set_is_judged_unpaired_on_its_own_examples(data, fresh):
+    checked = 0
+    for c in verdicts.COMPARISONS:
+        if not isinstance(c, verdicts.Comparison) or not isinstance(c.a, verdicts.Records) or not c.a.part:
+            continue
+        root = c.a.part.removeprefix("root=")
+        (a, na), (b, nb) = (slice_of(s.experiment, s.overrides, root) for s in (c.a, c.b))
+        v = compare(Cell(a, n=na), Cell(b, n=nb))
+        row = fresh["pages"][c.page][c.name]
+        assert (row["diff"], row["noise"], row["verdict"], row["rule"]) == (v.diff, v.noise, v.verdict, "unpaired")
+        assert row["a"]["n"] == na < 10_000 and root in row["a"]["cell"]
+        checked += 1
+    assert checked == 6
+    with pytest.raises(ValueError, match="no test_by_root entry '\\[XOR'"):
+        verdicts.Records("aggregation", "graph=tree; model=max", part="root=[XOR").cell(data)
 
 
 def test_one_seed_a_side_is_not_judged_and_a_single_seed_borrows_the_other_cells_spread(fresh):
