@@ -16,6 +16,10 @@ Two queues side by side on 2 cores, one thread a run, each in its own checkout w
 then gather each checkout's runs here: ``python -m tools.records A/multirun/training training --at COMMIT``.
 ``--redo-unpredicted`` also trains again the runs whose record holds no per-example test predictions (records
 written before they were kept), so that the paired rule of ``tools.stats`` can judge them.
+
+Before it trains an experiment, the queue copies into its records every run of its plan that another experiment
+has already recorded, with predictions, under another name (``tools.share``: the same config, seed for seed);
+``--no-share`` trains them all.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import subprocess
 import sys
 import time
 
-from tools import experiment, records
+from tools import experiment, records, share
 
 
 def left_of(name: str, shard: tuple[int, int], redo_unpredicted: bool = False) -> list[list[str]]:
@@ -42,11 +46,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("names", nargs="+", help="experiments of conf/experiment/, in the order to train them")
     parser.add_argument("--shard", type=experiment.shard_of, default=(1, 1), metavar="K/N")
     parser.add_argument("--redo-unpredicted", action="store_true", help="retrain runs recorded without predictions")
+    parser.add_argument(
+        "--no-share",
+        action="store_true",
+        help="train every run, even one another experiment has recorded (tools.share)",
+    )
     args = parser.parse_args(argv)
     for name in args.names:
         experiment.read(name)  # an unknown name stops here, before anything trains
     shard = "/".join(map(str, args.shard))
     for name in args.names:
+        if not args.no_share:  # the very same run recorded under another experiment's name is copied, not trained
+            copied = share.fill(name, share.recorded())
+            for r in copied:
+                print(f"[queue] {name}: {' '.join(records.key_of(r['overrides']))} <- {r['shared_from']} (tools.share)")
         while todo := left_of(name, args.shard, args.redo_unpredicted):
             label = " ".join(o for o in records.key_of(todo[0]) if not o.startswith("experiment="))
             print(f"[queue] {time.strftime('%H:%M:%S')} {name}: {len(todo)} left in shard {shard}; next {label}")

@@ -28,6 +28,8 @@ def fake(monkeypatch):
         return 0
 
     monkeypatch.setattr(queue.subprocess, "call", part)
+    monkeypatch.setattr(queue.share, "fill", lambda name, sources: state.get("shared", []))
+    monkeypatch.setattr(queue.share, "recorded", lambda: ["e", "other"])
     return state
 
 
@@ -54,3 +56,21 @@ def test_a_part_that_records_nothing_does_not_loop(fake, capsys):
     assert queue.main(["e"]) == 0
     assert len(fake["calls"]) == 1
     assert "recorded nothing" in capsys.readouterr().out
+
+
+def test_a_run_another_experiment_recorded_is_copied_not_trained(fake, monkeypatch, capsys):
+    copy = {"overrides": records.key_of(PLAN[2]), "test_predictions": {"n": 1}, "shared_from": "other: seed=2"}
+
+    def fill(name, sources):
+        assert name == "e" and sources == ["e", "other"]
+        fake["records"].append(copy)
+        return [copy]
+
+    monkeypatch.setattr(queue.share, "fill", fill)
+    assert queue.main(["e"]) == 0
+    assert len(fake["calls"]) == 3  # seeds 0, 1 and 3: seed 2 came from the other experiment
+    assert "seed=2 <- other: seed=2 (tools.share)" in capsys.readouterr().out
+    fake["calls"].clear()
+    monkeypatch.setattr(queue.share, "fill", lambda name, sources: pytest.fail("--no-share copies nothing"))
+    fake["records"] = []
+    assert queue.main(["e", "--no-share"]) == 0 and len(fake["calls"]) == 4

@@ -1,0 +1,163 @@
+"""One run, several experiments: copy a recorded run into every other experiment that plans the very same run.
+
+    python -m tools.share graph_choice --from positional aggregation     # fill graph_choice's records from those
+    python -m tools.share heads aggregation --from positional --dry-run  # say what would be copied, write nothing
+
+The essay's experiments overlap. The full-scale Transformer on the complete graph with 4 heads and sinusoidal
+positions is graph_choice's ``model=transformer graph=complete``, aggregation's ``model=transformer``, heads'
+``model.num_heads=4`` and positional's ``model.positional=sinusoidal``, seed for seed: four names for one training
+run. Training it four times costs four times the CPU and gives nothing the first did not (on one machine, at one
+thread count, training is bit for bit repeatable: docs/long_runs.md).
+
+A run of experiment A is the same run as one of experiment B when Hydra composes them to the same config
+(:func:`config_of`) once what does not change the computation is left out: the experiment's own bookkeeping
+(``experiment_grids``, ``experiment_then``, ``suite``), the logger, ``trainer.resume`` and ``trainer.progress``, and
+the settings the rest of the config leaves unread (:data:`UNREAD`: ``model.pe_dim`` and ``model.pe_graph`` unless
+``model.positional`` is a structural encoding). ``tests/tools/test_share.py`` builds two such runs and checks that
+their first steps are the same, bit for bit, and that a run differing in any other setting is not matched.
+
+For each planned run of the target with no record, or a record without per-example test predictions, a source
+record of the same run that kept its predictions is written into the target's ``docs/results/runs/<target>.jsonl``
+under the target's own overrides, with ``shared_from`` naming the experiment and overrides it was trained as
+(``--unpredicted``: a source record without predictions too, where the target has none). ``tools.queue`` then
+finds those runs recorded and trains the rest. A copy is not copied again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+from pathlib import Path
+
+from tools import experiment, records
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOKKEEPING = ("experiment_grids", "experiment_then", "suite", "logger", "hydra")
+TRAINER_BOOKKEEPING = ("resume", "progress")
+
+
+def structural(cfg: dict) -> bool:
+    from models.encoder import STRUCTURAL_PE
+
+    return (cfg.get("model") or {}).get("positional") in STRUCTURAL_PE
+
+
+# settings a run reads only when another setting asks for them: (key, when it is read)
+UNREAD = (("model.pe_dim", structural), ("model.pe_graph", structural))
+
+
+@functools.cache
+def config_of(overrides: tuple[str, ...]) -> dict:
+    """The resolved config a run with these command-line overrides trains with, less what does not change what it
+    computes (the module docstring)."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose("config", overrides=[o for o in overrides if not o.startswith("trainer.resume=")])
+    out = OmegaConf.to_container(cfg, resolve=True)
+    for key in BOOKKEEPING:
+        out.pop(key, None)
+    for key in TRAINER_BOOKKEEPING:
+        out.get("trainer", {}).pop(key, None)
+    for key, read_when in UNREAD:
+        if not read_when(out):
+            section, _, name = key.partition(".")
+            out.get(section, {}).pop(name, None)
+    return out
+
+
+def same_run(a: list[str], b: list[str]) -> bool:
+    """Do two runs' overrides (``experiment=`` among them) compose to the same computation? Overrides that no
+    longer compose (a record older than a renamed setting) name no run of today's."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    if seed_of(a) != seed_of(b):  # the cheap test first
+        return False
+    try:
+        return config_of(tuple(a)) == config_of(tuple(b))
+    except (HydraException, OmegaConfBaseException):
+        return False
+
+
+def seed_of(overrides: list[str]) -> str | None:
+    return next((o.partition("=")[2] for o in overrides if o.startswith("seed=")), None)
+
+
+def recorded() -> list[str]:
+    """The full-scale experiments with committed records (``docs/results/runs/<name>.jsonl``), sorted."""
+    names = {p.stem for p in (records.ROOT / records.RUNS).glob("*.jsonl")}
+    return sorted(n for n in names if (experiment.ROOT / "conf" / "experiment" / f"{n}.yaml").is_file())
+
+
+def matches(target: str, source: str, unpredicted: bool = False) -> list[tuple[list[str], dict]]:
+    """``(target run, source record)`` for each planned run of ``target`` that ``source`` holds a record of with
+    per-example test predictions, where ``target`` has no record of it or one without predictions.
+    ``unpredicted``: also a source record without predictions, for a run ``target`` has no record of."""
+    have = {tuple(r["overrides"]): r for r in records.read(target)}
+    given = [
+        r
+        for r in records.read(source)
+        if not r.get("shared_from") and (unpredicted or r.get("test_predictions"))  # copies are not copied again
+    ]
+    out = []
+    for run in experiment.planned(target, []):
+        old = have.get(tuple(records.key_of(run)))
+        if old is not None and old.get("test_predictions"):
+            continue
+        for r in given:
+            if old is not None and not r.get("test_predictions"):
+                continue  # no better than the record there
+            if same_run(run, r["overrides"]):
+                out.append((run, r))
+                break
+    return out
+
+
+def shared(run: list[str], record: dict, source: str) -> dict:
+    """``record`` (a run of ``source``) as the record of ``run``."""
+    by = " ".join(o for o in record["overrides"] if not o.startswith("experiment="))
+    return {**record, "overrides": records.key_of(run), "shared_from": f"{source}: {by}"}
+
+
+def fill(target: str, sources: list[str], dry_run: bool = False, unpredicted: bool = False) -> list[dict]:
+    """Write into ``target``'s records every run ``sources`` hold of its plan (the first source that has it);
+    returns the records written (or, ``dry_run``, that would be)."""
+    out, done = [], set()
+    for source in sources:
+        if source == target:
+            continue
+        for run, r in matches(target, source, unpredicted):
+            key = tuple(records.key_of(run))
+            if key not in done:
+                done.add(key)
+                out.append(shared(run, r, source))
+    if out and not dry_run:
+        records.write(target, out)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("targets", nargs="+", help="experiments whose records to fill")
+    parser.add_argument("--from", dest="sources", nargs="+", required=True, help="experiments to copy runs from")
+    parser.add_argument("--dry-run", action="store_true", help="say what would be copied; write nothing")
+    parser.add_argument(
+        "--unpredicted", action="store_true", help="also copy records without per-example test predictions"
+    )
+    args = parser.parse_args(argv)
+    for name in {*args.targets, *args.sources}:
+        experiment.read(name)  # an unknown name stops here
+    for target in args.targets:
+        written = fill(target, args.sources, args.dry_run, args.unpredicted)
+        verb = "would copy" if args.dry_run else "copied"
+        print(f"{target}: {verb} {len(written)} run(s)")
+        for r in written:
+            print(f"  {' '.join(o for o in r['overrides'] if not o.startswith('experiment='))} <- {r['shared_from']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
