@@ -8,6 +8,11 @@ cell) and ``docs/headline.md``'s full one (every number, with its tables and com
 --write-headline``; ``tools.experiment`` calls it when an experiment rewrote a table a number is read from).
 ``check`` reads every number again from its results file and compares it with the JSON, and both tables with
 what the JSON renders, so a number changed by hand in any of them fails (``tools.check_docs`` runs it).
+A row's ``chosen_on_validation`` names the cell its "best learned from scratch" is (``value``: the index of its
+test mean among the row's values; ``chosen``: the same cell in a validation table) and the validation tables it
+was chosen among (``among``: file, table title, optionally the rows); ``check`` fails when a cell of those with
+at least ``min_seeds`` seeds (3 unless given) is higher on validation than the chosen one, so the choice is made
+on validation and stays so when a table is written again.
 Every function takes the repository's root, so the checks run on a copy as well.
 """
 
@@ -48,6 +53,61 @@ def locate(root: Path, spec: dict) -> tuple[float, int]:
                 return float(found[spec.get("index", 0)]), number
     where = f"table {spec['table']!r}, " if spec.get("table") else ""
     raise Problem(f"{spec['file']}: no row {spec['row']!r} in column {spec['col']!r} ({where}named in {HEADLINE})")
+
+
+SEEDS = re.compile(r"\(n=(\d+)\)")  # a results table's seed count in a cell: "0.383 ± 0.001 (n=3)"
+
+
+def validation_cells(root: Path, among: dict) -> list[tuple[str, str, float, int]]:
+    """``(row, column, mean, seeds)`` of every cell of the validation table ``among`` names (its ``rows`` only,
+    when given); a cell with no ``(n=K)`` is one seed, a cell with no number ("–") is left out."""
+    path = root / among["file"]
+    if not path.is_file():
+        raise Problem(f"{HEADLINE}: {among['file']} does not exist")
+    out = []
+    for title, rows in tables(path):
+        if among["table"] not in title:
+            continue
+        header = rows[0][1]
+        for _, cells in rows[1:]:
+            name = cells[0].strip("*` ")
+            if among.get("rows") and name not in among["rows"]:
+                continue
+            for col, cell in zip(header[1:], cells[1:]):
+                found = NUMBER.findall(cell.replace("−", "-"))
+                if found:
+                    seeds = SEEDS.search(cell)
+                    out.append((name, col, float(found[0]), int(seeds.group(1)) if seeds else 1))
+        return out
+    raise Problem(f"{HEADLINE}: {among['file']} has no table {among['table']!r}")
+
+
+def check_choice(root: Path, entry: dict) -> list[str]:
+    """One line per way the row's ``chosen_on_validation`` cell is not the best on validation among its
+    candidates (or is not the cell whose test mean the row shows)."""
+    choice = entry.get("chosen_on_validation")
+    if not choice:
+        return []
+    name, chosen = entry["task"], choice["chosen"]
+    shown = entry["values"][choice["value"]]
+    if (shown["file"], shown["row"], shown["col"]) != (chosen["file"], chosen["row"], chosen["col"]):
+        return [
+            f"{HEADLINE}: row {name!r}: value {choice['value']} ({shown['file']}: {shown['row']}, {shown['col']}) "
+            f"is not the cell chosen on validation ({chosen['file']}: {chosen['row']}, {chosen['col']})"
+        ]
+    try:
+        best, _ = locate(root, chosen)
+        problems = []
+        for among in choice["among"]:
+            for row_, col, mean, seeds in validation_cells(root, among):
+                if seeds >= choice.get("min_seeds", 3) and mean > best:
+                    problems.append(
+                        f"{HEADLINE}: row {name!r}: {among['file']} ({row_}, {col}) has {mean} on validation, "
+                        f"above the chosen cell's {best} ({chosen['row']}, {chosen['col']}): choose on validation"
+                    )
+        return problems
+    except Problem as e:
+        return [str(e)]
 
 
 def formatted(spec: dict, value: float) -> str:
@@ -146,6 +206,7 @@ def check(root: Path) -> list[str]:
                     f"{HEADLINE}: row {entry['task']!r} says {spec['value']}, "
                     f"{spec['file']}:{line} has {formatted(spec, value)}"
                 )
+        problems += check_choice(root, entry)
         short = entry.get("short", {})
         cited = {int(k) for cell in short.values() if isinstance(cell, str) for k in re.findall(r"\{(\d+)\}", cell)}
         for k in sorted(cited):  # README's short row links the table of every number it shows

@@ -65,6 +65,7 @@ PUBLISHED = "own test 1-100"
 SHORT = {name: lo <= 100 for name, lo, _, _ in SETS}
 ROOT = Path(__file__).resolve().parents[2]
 REPLAYED = "docs/results/long_range_lengths.md"  # the committed table: REPLAYS below draws it again
+CHANCE = "docs/results/long_range_chance.md"  # the most frequent answer of each long set (chance.py)
 TRAIN_POOL = 101_000  # dataset=listops_full: 90k + 1k + 10k expressions of seed 0
 
 
@@ -271,14 +272,50 @@ def find_runs(roots: list[Path]) -> list[Path]:
     return runs
 
 
-# the table tools.check_docs replays: from the JSON that --out writes beside it
+def majority(labels: dict[str, int]) -> tuple[str, float]:
+    """The most frequent label (the smallest on a tie) and its share of the set."""
+    top = max(labels, key=lambda k: (labels[k], -int(k)))
+    return top, labels[top] / sum(labels.values())
+
+
+def chance_markdown(data: dict) -> str:
+    """``chance.py``'s table (``CHANCE``), from the JSON it writes beside it (check_docs replays it)."""
+    lines = [
+        "# The most frequent answer on the long ListOps test sets",
+        "",
+        f"`{data['command']}` writes this table from `{Path(CHANCE).with_suffix('.json')}`. Each set is made "
+        "again by the code that made it for the runs, and checked against the expressions per root operator or per length that their "
+        "records kept (last column). Always answering a set's most frequent label scores that label's share "
+        "of it: the accuracy to beat before a model is said to have learned more than the label counts "
+        "(uniform guessing scores 0.1).",
+        "",
+        "| set | expressions | most frequent answer | its share | expressions per label 0-9 | made by | checked against |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for s in data["sets"]:
+        top, share = majority(s["labels"])
+        per_label = " · ".join(str(v) for v in s["labels"].values())
+        lines.append(
+            f"| {s['set']} | {sum(s['labels'].values())} | {top} | {share:.3f} | {per_label} | {s['made_by']} "
+            f"| {s['checked']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+# the tables tools.check_docs replays: from the JSON that --out writes beside each
 REPLAYS = [
     Table(
         REPLAYED,
         ("docs/results/long_range_lengths.json",),
         markdown,
         "studies.long_range.markdown",
-    )
+    ),
+    Table(
+        CHANCE,
+        (str(Path(CHANCE).with_suffix(".json")),),
+        chance_markdown,
+        "studies.long_range.chance.markdown",
+    ),
 ]
 
 

@@ -249,6 +249,39 @@ def test_check_docs_replays_long_range_lengths_from_its_json_and_names_a_hand_ed
     ]
 
 
+def test_the_chance_table_names_each_sets_most_frequent_answer_and_is_replayed(tmp_path):
+    from studies import long_range
+    from studies.long_range import chance
+    from tools import replay
+
+    assert chance.counts([3, 3, 9]) == {str(k): (2 if k == 3 else 1 if k == 9 else 0) for k in range(10)}
+    assert long_range.majority({"0": 2, "1": 3, "9": 3}) == ("1", 0.375)  # a tie goes to the smaller label
+    labels = {str(k): v for k, v in enumerate([174, 85, 81, 81, 98, 85, 74, 65, 86, 171])}
+    data = {
+        "command": "python -m studies.long_range.chance",
+        "sets": [{"set": "long_train test", "made_by": "m", "labels": labels, "checked": "c"}],
+    }
+    results = tmp_path / "docs" / "results"
+    results.mkdir(parents=True)
+    (results / "long_range_chance.json").write_text(json.dumps(data))
+    page = results / "long_range_chance.md"
+    page.write_text(long_range.chance_markdown(data))
+    assert "| long_train test | 1000 | 0 | 0.174 | 174 · 85 ·" in page.read_text()
+    (table,) = [t for t in replay.tables(tmp_path) if t.table == "docs/results/long_range_chance.md"]
+    assert replay.compare(tmp_path, table) == []
+    page.write_text(page.read_text().replace("| 0.174 |", "| 0.184 |"))
+    (problem,) = replay.compare(tmp_path, table)
+    assert "0.184" in problem
+
+
+def test_a_set_made_again_that_is_not_the_one_scored_stops_the_chance_tool():
+    from studies.long_range import chance
+
+    assert chance._check("s", {"a": 1}, {"a": 1}, "src") == "src: a 1"
+    with pytest.raises(SystemExit, match="not the set scored"):
+        chance._check("s", {"a": 1}, {"a": 2}, "src")
+
+
 # ---- will it fit? ---------------------------------------------------------------------------------
 def test_a_run_too_big_for_memory_stops_with_one_line(monkeypatch, tmp_path):
     from engine import memory

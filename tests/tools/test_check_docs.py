@@ -95,6 +95,30 @@ def test_a_headline_number_that_leaves_its_results_file_fails(copy):
     assert "says 25.8, docs/results/long_range_lengths.md:" in problems[0] and problems[0].endswith("has 24.8")
 
 
+def test_a_best_from_scratch_cell_not_chosen_on_validation_fails(copy):
+    headline = copy / "docs" / "results" / "headline.json"
+    data = json.loads(headline.read_text())
+    (row,) = [r for r in data["rows"] if r["task"] == "binary SST"]
+    choice = row["chosen_on_validation"]
+    choice["chosen"]["col"] = "dep"  # the best on test, not on validation
+    headline.write_text(json.dumps(data))
+    problems = check_docs.check()
+    assert problems == [
+        "docs/results/headline.json: row 'binary SST': value 18 (docs/results/sst_binary.md: treelstm, tree) "
+        "is not the cell chosen on validation (docs/results/sst_binary.md: treelstm, dep)"
+    ]
+    row["values"][choice["value"]]["col"] = "dep"
+    row["values"][choice["value"] + 1]["col"] = "dep"
+    headline.write_text(json.dumps(data))
+    assert check_docs.main(["--write-headline"]) == 1  # its numbers read again: only the choice is wrong now
+    assert check_docs.check() == [
+        "docs/results/headline.json: row 'binary SST': docs/results/sst_binary.md (treelstm, tree) has 0.774 on "
+        "validation, above the chosen cell's 0.762 (treelstm, dep): choose on validation",
+        "docs/results/headline.json: row 'binary SST': docs/results/sst_tai.md (sst_binary, True, best validation "
+        "accuracy) has 0.773 on validation, above the chosen cell's 0.762 (treelstm, dep): choose on validation",
+    ]
+
+
 def test_a_results_file_that_changes_fails_until_the_headline_is_written_again(copy):
     _edit(copy / "docs" / "results" / "sst_binary.md", "0.770 ± 0.005 (n=3)", "0.780 ± 0.005 (n=3)")
     problems = check_docs.check()
@@ -117,7 +141,7 @@ def test_a_results_file_that_changes_fails_until_the_headline_is_written_again(c
         for p in prose
     )
     assert check_docs.main(["--write-headline"]) == 1  # the generator reads it again: README and JSON agree
-    assert "Tree-LSTM on the dependency tree: 78.0 ± 0.5" in (copy / "README.md").read_text()
+    assert "on the dependency tree 78.0 ± 0.5" in (copy / "docs" / "headline.md").read_text()
     assert check_docs.check() == problems[1:]  # what is left: the table differs from its records and its restatements
     records = copy / "docs" / "results" / "runs" / "sst_binary.jsonl"
     lines = []

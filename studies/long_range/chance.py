@@ -1,0 +1,132 @@
+"""The most frequent answer on the long ListOps test sets: what a model that learned only the label counts scores.
+
+    python -m studies.long_range.chance     # docs/results/long_range_chance.json and .md (seconds)
+
+Each set is made again by the code that made it for the runs, and checked against the counts their records
+kept before anything is written:
+
+  long_train test, validation, training
+                    ``experiment=long_train``'s splits (``dataset=listops_long``, 2,000 / 200 / 1,000, data
+                    seed 0), composed as ``train.py`` composes them; the test split's expressions per root
+                    operator and per length are checked against every record of docs/results/runs/long_train.jsonl;
+  LRA 101-500, LRA 501-1999
+                    the long sets of ``studies.long_range`` (``SETS``: 1,000 expressions each, their seeds),
+                    checked against the expressions per length that docs/results/long_range_lengths.json kept.
+
+Always answering a set's most frequent label scores that label's share of the set: the accuracy to beat
+before a model is said to have learned more than the label counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+from pathlib import Path
+
+from engine.evaluation import length_bucket
+from studies.long_range import CHANCE, LRA, ROOT, SETS, chance_markdown
+
+OUT = Path(CHANCE).with_suffix(".json")  # and its table, docs/results/long_range_chance.md
+LONG_TRAIN_RECORDS = Path("docs/results/runs/long_train.jsonl")
+LENGTHS = Path("docs/results/long_range_lengths.json")
+NUM = 1000  # expressions per studies.long_range set (its --num, as the committed table was scored)
+
+
+def counts(labels) -> dict[str, int]:
+    """Expressions per label, every label 0-9 named."""
+    from data.listops import NUM_CLASSES
+
+    c = collections.Counter(int(label) for label in labels)
+    return {str(k): c.get(k, 0) for k in range(NUM_CLASSES)}
+
+
+def long_train_splits(root: Path) -> dict:
+    """``experiment=long_train``'s three splits, as ``python train.py experiment=long_train`` makes them."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from data.splits import load_splits
+
+    with initialize_config_dir(config_dir=str(root / "conf"), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["experiment=long_train"])
+    return load_splits(OmegaConf.to_container(cfg.dataset, resolve=True), progress=False)
+
+
+def _check(name: str, made: dict, recorded: dict, source: str) -> str:
+    """One line saying what was checked; a SystemExit naming both when the set is not the one scored."""
+    if made != recorded:
+        raise SystemExit(f"error: {name} made again has {made}, {source} recorded {recorded}: not the set scored")
+    return f"{source}: {', '.join(f'{k} {v}' for k, v in sorted(recorded.items()))}"
+
+
+def long_train_sets(root: Path) -> list[dict]:
+    splits = long_train_splits(root)
+    records = [json.loads(line) for line in (root / LONG_TRAIN_RECORDS).read_text().splitlines() if line.strip()]
+    test = splits["test"]
+    roots = dict(collections.Counter(test["group"]))
+    lengths = dict(collections.Counter(length_bucket(n) for n in test["length"]))
+    checked = None
+    for r in records:
+        checked = _check("long_train test", roots, {k: v["n"] for k, v in r["test_by_root"].items()}, "test_by_root")
+        checked += "; " + _check(
+            "long_train test", lengths, {k: v["n"] for k, v in r["test_by_length"].items()}, "test_by_length"
+        )
+    checked = f"{LONG_TRAIN_RECORDS} ({len(records)} records), expressions per {checked}"
+    names = {"test": "long_train test", "val": "long_train validation", "train": "long_train training"}
+    return [
+        {
+            "set": names[split],
+            "made_by": f"experiment=long_train's {split} split",
+            "labels": counts(splits[split]["label"]),
+            "checked": checked if split == "test" else "made with the test split (one pool, cut in three)",
+        }
+        for split in ("test", "val", "train")
+    ]
+
+
+def lra_sets(root: Path) -> list[dict]:
+    from data import listops
+
+    scored = json.loads((root / LENGTHS).read_text())["runs"]
+    out = []
+    for name, lo, hi, seed in SETS:
+        if lo <= 100:
+            continue  # short: not a long set
+        rows = listops.sample_unseen(NUM, seed, set(), min_length=lo, max_length=hi, **LRA)  # make_sets' call
+        lengths = dict(collections.Counter(length_bucket(len(r["tokens"])) for r in rows))
+        recorded = {k: v["n"] for k, v in scored[0]["sets"][name]["by_length"].items()}
+        checked = _check(name, lengths, recorded, "by_length")
+        out.append(
+            {
+                "set": name,
+                "made_by": f"studies.long_range's {name} set (generator seed {seed}, {NUM} expressions)",
+                "labels": counts(r["label"] for r in rows),
+                "checked": f"{LENGTHS} (its first run), expressions per {checked}",
+            }
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from engine.io import write_json, write_text
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT, help="the JSON to write (its table beside it, .md)")
+    args = parser.parse_args(argv)
+    data = {
+        "command": "python -m studies.long_range.chance"
+        + "".join(f" {a}" for a in (sys.argv[1:] if argv is None else argv)),
+        "sets": long_train_sets(ROOT) + lra_sets(ROOT),
+    }
+    out = args.out if args.out.is_absolute() else ROOT / args.out
+    write_json(out, data)
+    write_text(out.with_suffix(".md"), chance_markdown(data))
+    print(chance_markdown(data))
+    print(f"wrote {out} and {out.with_suffix('.md')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
