@@ -14,7 +14,9 @@ committed per-run data:
   root operator is ``[MAX`` (each record's ``test_by_root``), judged unpaired (the records keep no predictions by
   slice);
 - ``Lengths(row, test_set)``: the runs of ``docs/results/long_range_lengths.json`` that its table shows in row
-  ``row``, scored on ``test_set`` (N from the run's ``num_examples`` there).
+  ``row``, scored on ``test_set`` (N from the run's ``num_examples`` there);
+- ``Pretrained(dataset, graph)``: the finished runs of ``docs/results/pretrained_graphs.json`` (MiniLM fine-tuned
+  on sentences) on that dataset and graph (N from the runs' ``n_test``);
 
 A ``Family`` judges every pair of a list (the prose's "no two cells differ") and keeps the count of findings.
 
@@ -41,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = Path("docs/results/verdicts")
 RUNS = "docs/results/runs"
 LENGTHS = "docs/results/long_range_lengths.json"
+PRETRAINED = "docs/results/pretrained_graphs.json"
 COMMAND = "python -m tools.verdicts"
 STALE = (
     "**docs/results/verdicts.json is stale**: it differs from what the records give; run `python -m tools.verdicts`."
@@ -126,11 +129,38 @@ class Lengths:
 
 
 @dataclass(frozen=True)
+class Pretrained:
+    """The seeds of one cell of ``docs/results/pretrained_graphs.json`` (MiniLM fine-tuned on sentences): its
+    finished runs on ``dataset`` with ``graph``."""
+
+    dataset: str
+    graph: str
+    source = PRETRAINED
+
+    @property
+    def label(self) -> str:
+        return f"pretrained_graphs: {self.dataset}, {self.graph}"
+
+    def cell(self, data: dict) -> Cell:
+        runs = [
+            r
+            for r in data[self.source]["runs"]
+            if r.get("finished") and r["settings"]["dataset"] == self.dataset and r["settings"]["graph"] == self.graph
+        ]
+        if not runs:
+            raise ValueError(f"{self.source}: no finished run of {self.dataset} with graph={self.graph}")
+        sizes = {r["n_test"] for r in runs}
+        if len(sizes) != 1:
+            raise ValueError(f"{self.label}: its runs were tested on sets of {sorted(sizes)} examples")
+        return Cell([r["test_acc"] for r in sorted(runs, key=lambda r: int(r["settings"]["seed"]))], n=sizes.pop())
+
+
+@dataclass(frozen=True)
 class Comparison:
-    page: str  # the key under "pages": the page's name without docs/ and .md
+    page: str  # the key under "pages": the page's name without .md, in docs/ or else docs/results/ (page_path)
     name: str
-    a: Records | Lengths
-    b: Records | Lengths
+    a: Records | Lengths | Pretrained
+    b: Records | Lengths | Pretrained
 
 
 @dataclass(frozen=True)
@@ -205,6 +235,13 @@ COMPARISONS: list[Comparison | Family] = [
                    Records("aggregation", f"graph={graph}; model=mean", part=f"root={root}"))
         for graph in ("complete", "tree")
         for root in ("[MAX", "[MIN", "[MED")
+    ),
+    # docs/results/sst_phrases.md: MiniLM fine-tuned on every phrase against the same model on sentences only
+    *(
+        Comparison("sst_phrases", f"{ds}: phrases - sentences, complete",
+                   Records("sst_phrases", f"dataset.train_phrases=True; dataset={ds}; graph=complete"),
+                   Pretrained(ds, "complete"))
+        for ds in ("sst", "sst_binary")
     ),
     # docs/listops.md, "Every model at the published scale"
     Comparison("listops", "transformer: tree - complete", R(LS, "graph=tree; model=transformer"),
@@ -295,6 +332,11 @@ COMPARISONS: list[Comparison | Family] = [
 ]  # fmt: skip
 
 
+def page_path(page: str) -> str:
+    """``docs/<page>.md``, or ``docs/results/<page>.md`` for a result page's prose."""
+    return f"docs/{page}.md" if (ROOT / "docs" / f"{page}.md").is_file() else f"docs/results/{page}.md"
+
+
 def sources() -> tuple[str, ...]:
     """Every committed file a cell is read from, in a fixed order."""
     found = set()
@@ -315,11 +357,11 @@ def load(root: Path = ROOT) -> dict:
     return out
 
 
-def side(spec: Records | Lengths, cell: Cell) -> dict:
+def side(spec: Records | Lengths | Pretrained, cell: Cell) -> dict:
     return {"cell": spec.label, "k": cell.k, "mean": cell.mean, "n": cell.n}
 
 
-def judge(a: Records | Lengths, b: Records | Lengths, data: dict) -> dict:
+def judge(a: Records | Lengths | Pretrained, b: Records | Lengths | Pretrained, data: dict) -> dict:
     """One comparison by ``tools.stats.compare``: both cells, A − B, its noise (threshold), verdict and rule."""
     ca, cb = a.cell(data), b.cell(data)
     v = compare(ca, cb)
@@ -374,7 +416,8 @@ def markdown(result: dict) -> str:
     for page, rows in result["pages"].items():
         single = {k: v for k, v in rows.items() if "verdict" in v}
         families = {k: v for k, v in rows.items() if "pairs" in v}
-        lines += ["", f"## {page} ([docs/{page}.md](../{page}.md))", ""]
+        where = page_path(page)
+        lines += ["", f"## {page} ([{where}](../{where.removeprefix('docs/')}))", ""]
         if single:
             lines += [
                 "| comparison | A | k | B | k | N (A, B) | A − B | noise | verdict | rule |",
