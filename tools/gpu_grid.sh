@@ -13,7 +13,11 @@
 # cache travels if carried (carry .cache/tagnn/listops: the listops_full splits are 34 MB). The finished
 # run directories (results.json, metrics.csv, .hydra, train.log; no checkpoints) are packed into
 # $OUT/grid.tgz every 20 s and at the end, so a command cut off by the device's limit still brings back
-# every run that had finished. A run that did not finish is lost: size JOBS and the grid to the command.
+# every run that had finished. At LIMIT the runs still training are stopped and each one's directory
+# (checkpoints, metrics.csv, .hydra) is packed into $OUT/unfinished-K.tgz, a few runs a file (the device
+# returns files of at most 16 MiB): unpacked into a checkout's multirun/ they go on from their last epoch
+# there (trainer.resume=auto: tools.queue or make experiment ARGS=--missing), on the CPU or the next GPU.
+#   for f in unfinished-*.tgz; do tar xzf "$f" -C .; done      # here, in the checkout that will finish them
 # Measured on an H100 (docs/long_runs.md, "A whole grid at once on a lent GPU"): 24 full-scale ListOps runs
 # at once reached 6-9 of their 10 epochs in 560 s (none finished). Fewer at once run faster each, by how
 # much was not measured: give the slowest cells a command to themselves, or fewer JOBS.
@@ -32,12 +36,30 @@ pack() {  # finished runs only (a results.json in the directory) and the runs' l
         tar czf "$part" --exclude=checkpoints --exclude='*.pt' --null -T - 2>/dev/null
     mv "$part" "$OUT/grid.tgz"
 }
-(trap 'exit 0' TERM; while true; do sleep 20 & wait $!; pack loop; done) &
+pack_unfinished() {  # runs with a checkpoint and no results.json: RUNS_PER_FILE of them a file (~1 MB each)
+    local k=0 batch=()
+    while IFS= read -r -d '' ckpt; do
+        local dir=${ckpt%/checkpoints/last.pt}
+        [ -f "$dir/results.json" ] && continue
+        batch+=("$dir")
+        if [ "${#batch[@]}" -ge "${RUNS_PER_FILE:-12}" ]; then
+            tar czf "$OUT/unfinished-$k.tgz" "${batch[@]}" && k=$((k + 1))
+            batch=()
+        fi
+    done < <(find multirun -path '*/checkpoints/last.pt' -print0 2>/dev/null | sort -z)
+    [ "${#batch[@]}" -gt 0 ] && tar czf "$OUT/unfinished-$k.tgz" "${batch[@]}" && k=$((k + 1))
+    echo "unfinished runs packed into $k file(s)" >>"$OUT/experiment.log"
+}
+(trap 'kill $! 2>/dev/null; exit 0' TERM; while true; do sleep 20 & wait $!; pack loop; done) &
 PACKER=$!
 T0=$SECONDS
+# timeout signals the whole process group, so the runs still training stop with tools.experiment; a checkpoint is
+# written whole (a temporary file renamed) or not at all
 timeout "$LIMIT" "$PY" -m tools.experiment "$NAME" "$@" --jobs "$JOBS" --no-then >"$OUT/experiment.log" 2>&1
 echo "tools.experiment rc=$? after $((SECONDS - T0)) s" >>"$OUT/experiment.log"
+sleep 2  # the stopped runs' last writes
 kill "$PACKER" 2>/dev/null
 wait "$PACKER" 2>/dev/null  # a pack in flight finishes first
 pack last
+pack_unfinished
 tail -n 30 "$OUT/experiment.log"
