@@ -41,6 +41,23 @@ def left_of(name: str, shard: tuple[int, int], redo_unpredicted: bool = False) -
     return [run for run in experiment.share(experiment.planned(name, []), shard) if run in left]
 
 
+def status(names: list[str]) -> list[str]:
+    """One line an experiment: its planned runs, how many are recorded, how many of those kept predictions, and
+    how many are copies (``tools.share``); nothing is trained or written."""
+    lines = []
+    for name in names:
+        plan = {tuple(records.key_of(run)) for run in experiment.planned(name, [])}
+        mine = [r for r in records.read(name) if tuple(r["overrides"]) in plan]
+        predicted = sum(bool(r.get("test_predictions")) for r in mine)
+        copies = sum(bool(r.get("shared_from")) for r in mine)
+        lines.append(
+            f"{name}: {len(mine)} of {len(plan)} runs recorded, {predicted} with predictions"
+            + (f", {copies} copied from other experiments" if copies else "")
+            + f"; {len(plan) - len(mine)} to train, {len(mine) - predicted} more with --redo-unpredicted"
+        )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="+", help="experiments of conf/experiment/, in the order to train them")
@@ -51,9 +68,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="train every run, even one another experiment has recorded (tools.share)",
     )
+    parser.add_argument("--status", action="store_true", help="say how far each experiment is; train nothing")
     args = parser.parse_args(argv)
     for name in args.names:
         experiment.read(name)  # an unknown name stops here, before anything trains
+    if args.status:
+        print("\n".join(status(args.names)))
+        return 0
     shard = "/".join(map(str, args.shard))
     for name in args.names:
         if not args.no_share:  # the very same run recorded under another experiment's name is copied, not trained

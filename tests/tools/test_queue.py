@@ -74,3 +74,18 @@ def test_a_run_another_experiment_recorded_is_copied_not_trained(fake, monkeypat
     monkeypatch.setattr(queue.share, "fill", lambda name, sources: pytest.fail("--no-share copies nothing"))
     fake["records"] = []
     assert queue.main(["e", "--no-share"]) == 0 and len(fake["calls"]) == 4
+
+
+def test_status_counts_records_predictions_and_copies_and_trains_nothing(fake, capsys):
+    fake["records"] = [
+        {"overrides": records.key_of(PLAN[0])},
+        {"overrides": records.key_of(PLAN[1]), "test_predictions": {"n": 1}},
+        {"overrides": records.key_of(PLAN[2]), "test_predictions": {"n": 1}, "shared_from": "other: seed=2"},
+        {"overrides": ["experiment=e", "seed=9"], "test_predictions": {"n": 1}},  # not in the plan: not counted
+    ]
+    assert queue.main(["e", "--status"]) == 0
+    assert capsys.readouterr().out.strip() == (
+        "e: 3 of 4 runs recorded, 2 with predictions, 1 copied from other experiments; "
+        "1 to train, 1 more with --redo-unpredicted"
+    )
+    assert fake["calls"] == []
