@@ -41,6 +41,20 @@ def left_of(name: str, shard: tuple[int, int], redo_unpredicted: bool = False) -
     return [run for run in experiment.share(experiment.planned(name, []), shard) if run in left]
 
 
+def copy_shared(name: str) -> None:
+    """``tools.share``: into ``name``'s records, its runs that other experiments recorded with predictions; its table
+    drawn again when any came. A failure here is said in one line and the queue trains every run instead."""
+    try:
+        copied = share.fill(name, share.recorded())
+    except Exception as e:  # a bad line in some experiment's records must not stop a night's campaign
+        print(f"[queue] {name}: tools.share failed ({type(e).__name__}: {e}); training every run", flush=True)
+        return
+    for r in copied:
+        print(f"[queue] {name}: {' '.join(records.key_of(r['overrides']))} <- {r['shared_from']} (tools.share)")
+    if copied:
+        share.redraw(name)
+
+
 def status(names: list[str]) -> list[str]:
     """One line an experiment: its planned runs, how many are recorded, how many of those kept predictions, and
     how many are copies (``tools.share``); nothing is trained or written."""
@@ -78,9 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     shard = "/".join(map(str, args.shard))
     for name in args.names:
         if not args.no_share:  # the very same run recorded under another experiment's name is copied, not trained
-            copied = share.fill(name, share.recorded())
-            for r in copied:
-                print(f"[queue] {name}: {' '.join(records.key_of(r['overrides']))} <- {r['shared_from']} (tools.share)")
+            copy_shared(name)
         while todo := left_of(name, args.shard, args.redo_unpredicted):
             label = " ".join(o for o in records.key_of(todo[0]) if not o.startswith("experiment="))
             print(f"[queue] {time.strftime('%H:%M:%S')} {name}: {len(todo)} left in shard {shard}; next {label}")

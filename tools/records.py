@@ -162,8 +162,18 @@ def write_from_runs(root: Path, name: str, at: str | None = None) -> Path:
     for d in dirs:
         r = record_of(d, at)
         before = old.get(tuple(r["overrides"]))
-        new.append(before if before is not None and {**before, "commit": at} == r else r)
+        if before is not None and ({**before, "commit": at} == r or kept_more(before, r)):
+            new.append(before)
+        else:
+            new.append(r)
     return write(name, new)
+
+
+def kept_more(before: dict, run: dict) -> bool:
+    """Does the committed record keep per-example test predictions that ``run``'s record (of an older run directory
+    of the same overrides, or one trained before predictions were kept) lacks? Then the record stays: a copy
+    (``tools.share``) or a retrain with predictions is not undone by gathering old run directories again."""
+    return bool(before.get("test_predictions")) and not run.get("test_predictions")
 
 
 def main(argv: list[str] | None = None) -> int:

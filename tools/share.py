@@ -19,21 +19,29 @@ their first steps are the same, bit for bit, and that a run differing in any oth
 For each planned run of the target with no record, or a record without per-example test predictions, a source
 record of the same run that kept its predictions is written into the target's ``docs/results/runs/<target>.jsonl``
 under the target's own overrides, with ``shared_from`` naming the experiment and overrides it was trained as
-(``--unpredicted``: a source record without predictions too, where the target has none). ``tools.queue`` then
-finds those runs recorded and trains the rest. A copy is not copied again.
+(``--unpredicted``: a source record without predictions too, where the target has none and no source has one with
+predictions), and the target's table is drawn again from its records. ``tools.queue`` does the same before each
+experiment and then trains the rest. A copy is not copied again, and gathering old run directories again
+(``tools.records``) does not undo it (``records.kept_more``).
+
+Runs are compared as today's ``conf/`` composes them: a record trained before a change to an experiment's defaults
+would be taken for today's run. Since the records committed here, ``conf/`` has changed only comments, a grid's
+order and new trainer switches that default to off. Runs trained on two codebases or devices (a GPU run finished on
+the CPU, ``tools/gpu_grid.sh``) are the same run only up to the rounding of their hardware.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import subprocess
 import sys
 from pathlib import Path
 
 from tools import experiment, records
 
 ROOT = Path(__file__).resolve().parents[1]
-BOOKKEEPING = ("experiment_grids", "experiment_then", "suite", "logger", "hydra")
+BOOKKEEPING = ("experiment_grids", "experiment_then", "experiment_table", "suite", "logger", "hydra")
 TRAINER_BOOKKEEPING = ("resume", "progress")
 
 
@@ -68,22 +76,43 @@ def config_of(overrides: tuple[str, ...]) -> dict:
     return out
 
 
-def same_run(a: list[str], b: list[str]) -> bool:
-    """Do two runs' overrides (``experiment=`` among them) compose to the same computation? Overrides that no
-    longer compose (a record older than a renamed setting) name no run of today's."""
+def composed(overrides: tuple[str, ...]) -> dict | None:
+    """:func:`config_of`, or None for overrides that no longer compose (a record older than a renamed setting:
+    it names no run of today's); failures are remembered too."""
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    if overrides not in FAILED:
+        try:
+            return config_of(overrides)
+        except (HydraException, OmegaConfBaseException):
+            FAILED.add(overrides)
+    return None
+
+
+FAILED: set[tuple[str, ...]] = set()
+
+
+def same_run(a: list[str], b: list[str]) -> bool:
+    """Do two runs' overrides (``experiment=`` among them) compose to the same computation?"""
     if seed_of(a) != seed_of(b):  # the cheap test first
         return False
-    try:
-        return config_of(tuple(a)) == config_of(tuple(b))
-    except (HydraException, OmegaConfBaseException):
-        return False
+    ca, cb = composed(tuple(a)), composed(tuple(b))
+    return ca is not None and ca == cb
 
 
 def seed_of(overrides: list[str]) -> str | None:
     return next((o.partition("=")[2] for o in overrides if o.startswith("seed=")), None)
+
+
+def could_be(record: dict, cfg: dict) -> bool:
+    """A record's model, graph and seed against a composed config: the test that spares most compositions."""
+    model, graph = (cfg.get("model") or {}).get("name"), (cfg.get("graph") or {}).get("name")
+    return (
+        record.get("model", model) == model
+        and record.get("graph", graph) == graph
+        and str(record.get("seed", cfg.get("seed"))) == str(cfg.get("seed"))
+    )
 
 
 def recorded() -> list[str]:
@@ -92,25 +121,26 @@ def recorded() -> list[str]:
     return sorted(n for n in names if (experiment.ROOT / "conf" / "experiment" / f"{n}.yaml").is_file())
 
 
-def matches(target: str, source: str, unpredicted: bool = False) -> list[tuple[list[str], dict]]:
-    """``(target run, source record)`` for each planned run of ``target`` that ``source`` holds a record of with
-    per-example test predictions, where ``target`` has no record of it or one without predictions.
-    ``unpredicted``: also a source record without predictions, for a run ``target`` has no record of."""
+def matches(target: str, source: str, predicted: bool = True) -> list[tuple[list[str], dict]]:
+    """``(target run, source record)`` for each planned run of ``target`` that ``source`` holds a record of, where
+    ``target`` has no record of it or (a source record with predictions) one without per-example predictions.
+    ``predicted``: only source records that kept their predictions; else only those that did not."""
     have = {tuple(r["overrides"]): r for r in records.read(target)}
     given = [
         r
         for r in records.read(source)
-        if not r.get("shared_from") and (unpredicted or r.get("test_predictions"))  # copies are not copied again
+        if not r.get("shared_from") and bool(r.get("test_predictions")) == predicted  # copies are not copied again
     ]
     out = []
     for run in experiment.planned(target, []):
         old = have.get(tuple(records.key_of(run)))
-        if old is not None and old.get("test_predictions"):
+        if old is not None and (old.get("test_predictions") or not predicted):
+            continue  # already as good as a copy could make it
+        cfg = composed(tuple(o for o in run if not o.startswith("trainer.resume=")))
+        if cfg is None:
             continue
         for r in given:
-            if old is not None and not r.get("test_predictions"):
-                continue  # no better than the record there
-            if same_run(run, r["overrides"]):
+            if could_be(r, cfg) and composed(tuple(r["overrides"])) == cfg:
                 out.append((run, r))
                 break
     return out
@@ -123,20 +153,28 @@ def shared(run: list[str], record: dict, source: str) -> dict:
 
 
 def fill(target: str, sources: list[str], dry_run: bool = False, unpredicted: bool = False) -> list[dict]:
-    """Write into ``target``'s records every run ``sources`` hold of its plan (the first source that has it);
-    returns the records written (or, ``dry_run``, that would be)."""
+    """Write into ``target``'s records every run ``sources`` hold of its plan: a record with predictions first,
+    from whichever source has one (``unpredicted``: then one without, for runs still unrecorded); returns the
+    records written (or, ``dry_run``, that would be)."""
     out, done = [], set()
-    for source in sources:
-        if source == target:
-            continue
-        for run, r in matches(target, source, unpredicted):
-            key = tuple(records.key_of(run))
-            if key not in done:
-                done.add(key)
-                out.append(shared(run, r, source))
+    for predicted in (True, False) if unpredicted else (True,):
+        for source in sources:
+            if source == target:
+                continue
+            for run, r in matches(target, source, predicted):
+                key = tuple(records.key_of(run))
+                if key not in done:
+                    done.add(key)
+                    out.append(shared(run, r, source))
     if out and not dry_run:
         records.write(target, out)
     return out
+
+
+def redraw(name: str) -> int:
+    """Draw ``name``'s table (and the headline it feeds) again from its records, as a part of training does:
+    ``python -m tools.experiment NAME --table-only --no-then``."""
+    return subprocess.call([sys.executable, "-m", "tools.experiment", name, "--table-only", "--no-then"], cwd=ROOT)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{target}: {verb} {len(written)} run(s)")
         for r in written:
             print(f"  {' '.join(o for o in r['overrides'] if not o.startswith('experiment='))} <- {r['shared_from']}")
+        if written and not args.dry_run and redraw(target):
+            print(f"error: {target}'s table could not be drawn again: python -m tools.experiment {target} --table-only")
+            return 1
     return 0
 
 

@@ -131,7 +131,8 @@ class Lengths:
 @dataclass(frozen=True)
 class Pretrained:
     """The seeds of one cell of ``docs/results/pretrained_graphs.json`` (MiniLM fine-tuned on sentences): its
-    finished runs on ``dataset`` with ``graph``."""
+    finished runs on ``dataset`` with ``graph`` and no other setting (the learning-rate and epoch sweeps' runs,
+    seed 0 at other settings, are not seeds of the cell)."""
 
     dataset: str
     graph: str
@@ -145,7 +146,9 @@ class Pretrained:
         runs = [
             r
             for r in data[self.source]["runs"]
-            if r.get("finished") and r["settings"]["dataset"] == self.dataset and r["settings"]["graph"] == self.graph
+            if r.get("finished")
+            and r["settings"] == {**r["settings"], "dataset": self.dataset, "graph": self.graph}
+            and set(r["settings"]) == {"dataset", "graph", "seed"}  # not the sweeps' runs (optim.lr=..., epochs)
         ]
         if not runs:
             raise ValueError(f"{self.source}: no finished run of {self.dataset} with graph={self.graph}")

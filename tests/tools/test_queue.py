@@ -30,6 +30,7 @@ def fake(monkeypatch):
     monkeypatch.setattr(queue.subprocess, "call", part)
     monkeypatch.setattr(queue.share, "fill", lambda name, sources: state.get("shared", []))
     monkeypatch.setattr(queue.share, "recorded", lambda: ["e", "other"])
+    monkeypatch.setattr(queue.share, "redraw", lambda name: state.setdefault("redrawn", []).append(name) or 0)
     return state
 
 
@@ -70,6 +71,7 @@ def test_a_run_another_experiment_recorded_is_copied_not_trained(fake, monkeypat
     assert queue.main(["e"]) == 0
     assert len(fake["calls"]) == 3  # seeds 0, 1 and 3: seed 2 came from the other experiment
     assert "seed=2 <- other: seed=2 (tools.share)" in capsys.readouterr().out
+    assert fake["redrawn"] == ["e"]  # the table drawn again with the copy in it
     fake["calls"].clear()
     monkeypatch.setattr(queue.share, "fill", lambda name, sources: pytest.fail("--no-share copies nothing"))
     fake["records"] = []
@@ -89,3 +91,17 @@ def test_status_counts_records_predictions_and_copies_and_trains_nothing(fake, c
         "1 to train, 1 more with --redo-unpredicted"
     )
     assert fake["calls"] == []
+
+
+def test_a_share_that_fails_is_said_in_one_line_and_every_run_is_trained(fake, monkeypatch, capsys):
+    def broken(name, sources):
+        raise ValueError("docs/results/runs/other.jsonl line 3: not JSON")
+
+    monkeypatch.setattr(queue.share, "fill", broken)
+    assert queue.main(["e"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "[queue] e: tools.share failed (ValueError: docs/results/runs/other.jsonl line 3: not JSON); training every run"
+        in out
+    )
+    assert len(fake["calls"]) == 4

@@ -309,3 +309,21 @@ def test_a_sealed_table_rerun_in_parts_stays_held_to_its_seal_and_its_progress_i
         "the sealed copy (docs/results/runs/unrecorded.json) has "
         "'| transformer | 0.578 ± 0.009 (n=3) | 0.669 ± 0.001 (n=3) |'"
     ) in check_docs.check()
+
+
+def test_a_record_with_predictions_is_not_replaced_by_a_run_directory_without_them(tmp_path, records_dir):
+    root = sweep(tmp_path / "multirun" / "x")
+    records.write_from_runs(root, "x", at="a" * 40)
+    lines = [json.loads(line) for line in (records_dir / "x.jsonl").read_text().splitlines()]
+    # the transformer's seed 1 since copied from another experiment's run that kept its predictions (tools.share)
+    lines[2] |= {"test_acc": 0.71, "test_predictions": {"fingerprint": "f", "n": 6}, "shared_from": "other: seed=1"}
+    records_dir.joinpath("x.jsonl").write_text("".join(records.line_of(r) + "\n" for r in lines))
+    records.write_from_runs(root, "x", at="b" * 40)  # the old run directories gathered again
+    again = [json.loads(line) for line in (records_dir / "x.jsonl").read_text().splitlines()]
+    assert again[2] == lines[2]
+    # a run directory that kept predictions does replace it
+    run = json.loads((root / "2_c" / "results.json").read_text())
+    (root / "2_c" / "results.json").write_text(json.dumps(run | {"test_predictions": {"fingerprint": "g", "n": 6}}))
+    records.write_from_runs(root, "x", at="c" * 40)
+    last = json.loads((records_dir / "x.jsonl").read_text().splitlines()[2])
+    assert last["test_predictions"]["fingerprint"] == "g" and "shared_from" not in last and last["commit"] == "c" * 40

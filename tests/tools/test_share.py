@@ -112,12 +112,25 @@ def test_fill_copies_a_predicted_record_under_the_targets_own_overrides(runs_dir
     assert share.fill("heads", ["aggregation"]) == []
 
 
-def test_the_command_names_what_it_copies_and_refuses_an_unknown_experiment(runs_dir, capsys):
+def test_a_record_with_predictions_wins_over_an_earlier_source_without(runs_dir):
+    agg = ["experiment=aggregation", "graph=complete", "model=transformer", "seed=0"]
+    pos = ["experiment=positional", "graph=complete", "model.positional=sinusoidal", "seed=0"]
+    write_lines(runs_dir / "aggregation.jsonl", [record(agg, False, 0.57)])
+    write_lines(runs_dir / "positional.jsonl", [record(pos, True, 0.58)])
+    (got,) = share.fill("heads", ["aggregation", "positional"], dry_run=True, unpredicted=True)
+    assert got["shared_from"].startswith("positional:") and got["test_predictions"]
+
+
+def test_the_command_names_what_it_copies_and_refuses_an_unknown_experiment(runs_dir, capsys, monkeypatch):
     pos = ["experiment=positional", "graph=complete", "model.positional=sinusoidal", "seed=0"]
     write_lines(runs_dir / "positional.jsonl", [record(pos, True, 0.58)])
     assert share.main(["heads", "--from", "positional", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "heads: would copy 1 run(s)" in out and "model.num_heads=4 seed=0 <- positional: graph=complete" in out
     assert not (runs_dir / "heads.jsonl").exists()
+    drawn = []
+    monkeypatch.setattr(share, "redraw", lambda name: drawn.append(name) or 0)
+    assert share.main(["heads", "--from", "positional"]) == 0
+    assert drawn == ["heads"] and len(records.read("heads")) == 1  # written, and the table drawn from it again
     with pytest.raises(SystemExit, match="no experiment 'postional'"):
         share.main(["heads", "--from", "postional"])
