@@ -14,8 +14,9 @@
 # run directories (results.json, metrics.csv, .hydra, train.log; no checkpoints) are packed into
 # $OUT/grid.tgz every 20 s and at the end, so a command cut off by the device's limit still brings back
 # every run that had finished. At LIMIT the runs still training are stopped and each one's directory
-# (checkpoints, metrics.csv, .hydra) is packed into $OUT/unfinished-K.tgz, a few runs a file (the device
-# returns files of at most 16 MiB): unpacked into a checkout's multirun/ they go on from their last epoch
+# (checkpoints, metrics.csv, .hydra) is packed into $OUT/unfinished-K.tgz, runs of at most PACK_MB (14) a file,
+# MAX_PACKS (4) files at most (the device returns 8 files of at most 16 MiB, 64 MiB in all: about 15 unfinished
+# 4-layer runs; the others are named in experiment.log): unpacked into a checkout's multirun/ they go on from their last epoch
 # there (trainer.resume=auto: tools.queue or make experiment ARGS=--missing), on the CPU or the next GPU.
 #   for f in unfinished-*.tgz; do tar xzf "$f" -C .; done      # here, in the checkout that will finish them
 # Measured on an H100 (docs/long_runs.md, "A whole grid at once on a lent GPU"): 24 full-scale ListOps runs
@@ -36,16 +37,27 @@ pack() {  # finished runs only (a results.json in the directory) and the runs' l
         tar czf "$part" --exclude=checkpoints --exclude='*.pt' --null -T - 2>/dev/null
     mv "$part" "$OUT/grid.tgz"
 }
-pack_unfinished() {  # runs with a checkpoint and no results.json: RUNS_PER_FILE of them a file (~1 MB each)
-    local k=0 batch=()
+pack_unfinished() {  # runs with a checkpoint and no results.json, into files of at most PACK_MB (the device returns
+    # files of 16 MiB at most; a 4-layer Transformer's two checkpoints are about 3.6 MB and hardly compress)
+    local k=0 size=0 batch=() limit=$(( ${PACK_MB:-14} * 1024 * 1024 ))
     while IFS= read -r -d '' ckpt; do
         local dir=${ckpt%/checkpoints/last.pt}
         [ -f "$dir/results.json" ] && continue
-        batch+=("$dir")
-        if [ "${#batch[@]}" -ge "${RUNS_PER_FILE:-12}" ]; then
-            tar czf "$OUT/unfinished-$k.tgz" "${batch[@]}" && k=$((k + 1))
-            batch=()
+        local bytes
+        bytes=$(du -sb "$dir" | cut -f1)
+        if [ "$bytes" -gt "$limit" ]; then
+            echo "warning: $dir is $bytes bytes, over PACK_MB; not packed" >>"$OUT/experiment.log"
+            continue
         fi
+        if [ "$((size + bytes))" -gt "$limit" ] && [ "${#batch[@]}" -gt 0 ]; then
+            tar czf "$OUT/unfinished-$k.tgz" "${batch[@]}" && k=$((k + 1))
+            batch=() size=0
+        fi
+        if [ "$k" -ge "${MAX_PACKS:-4}" ]; then  # the device brings back 8 files, 64 MiB in all
+            echo "warning: $dir not packed: $k files of unfinished runs already (MAX_PACKS)" >>"$OUT/experiment.log"
+            continue
+        fi
+        batch+=("$dir") size=$((size + bytes))
     done < <(find multirun -path '*/checkpoints/last.pt' -print0 2>/dev/null | sort -z)
     [ "${#batch[@]}" -gt 0 ] && tar czf "$OUT/unfinished-$k.tgz" "${batch[@]}" && k=$((k + 1))
     echo "unfinished runs packed into $k file(s)" >>"$OUT/experiment.log"

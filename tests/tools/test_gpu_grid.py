@@ -19,8 +19,11 @@ mkdir -p multirun/e/seed=0/checkpoints multirun/e/seed=1/checkpoints
 echo '{"test_acc": 0.5}' > multirun/e/seed=0/results.json
 echo weights > multirun/e/seed=0/checkpoints/last.pt
 echo epoch,loss > multirun/e/seed=1/metrics.csv
-echo weights > multirun/e/seed=1/checkpoints/last.pt
-echo weights > multirun/e/seed=1/checkpoints/best.pt
+head -c 400000 /dev/urandom > multirun/e/seed=1/checkpoints/last.pt
+head -c 400000 /dev/urandom > multirun/e/seed=1/checkpoints/best.pt
+mkdir -p multirun/e/seed=2/checkpoints multirun/e/seed=3/checkpoints
+head -c 700000 /dev/urandom > multirun/e/seed=2/checkpoints/last.pt
+head -c 1500000 /dev/urandom > multirun/e/seed=3/checkpoints/last.pt
 bash -c 'echo $$ > child.pid; sleep 60; echo "{}" > multirun/e/seed=1/results.json' &
 wait
 """
@@ -38,7 +41,7 @@ def test_a_grid_cut_off_at_its_limit_brings_back_finished_runs_and_the_others_ch
     fake = tmp_path / "python"
     fake.write_text(FAKE_PYTHON)
     fake.chmod(0o755)
-    env = {**os.environ, "OUT": str(out), "PYTHON": str(fake), "LIMIT": "4", "JOBS": "2"}
+    env = {**os.environ, "OUT": str(out), "PYTHON": str(fake), "LIMIT": "4", "JOBS": "2", "PACK_MB": "1"}
     t0 = time.monotonic()
     res = subprocess.run(
         ["bash", str(ROOT / "tools" / "gpu_grid.sh"), "e"],
@@ -51,13 +54,17 @@ def test_a_grid_cut_off_at_its_limit_brings_back_finished_runs_and_the_others_ch
     assert res.returncode == 0, res.stderr
     assert time.monotonic() - t0 < 30  # the limit stopped it, not the 60 s run
     assert members(out / "grid.tgz") == {"multirun/e/seed=0/results.json"}  # finished, no checkpoint
+    # 1 MiB a file (PACK_MB=1): seed 1 (0.8 MB) and seed 2 (0.7 MB) go to two files; seed 3 (1.5 MB) fits none
     assert members(out / "unfinished-0.tgz") == {
         "multirun/e/seed=1/metrics.csv",
         "multirun/e/seed=1/checkpoints/last.pt",
         "multirun/e/seed=1/checkpoints/best.pt",
     }
-    assert not (out / "unfinished-1.tgz").exists()
+    assert members(out / "unfinished-1.tgz") == {"multirun/e/seed=2/checkpoints/last.pt"}
+    assert not (out / "unfinished-2.tgz").exists()
+    assert all(p.stat().st_size <= 2**20 for p in out.glob("unfinished-*.tgz"))
     time.sleep(1)
     pid = int((work / "child.pid").read_text())
     assert not Path(f"/proc/{pid}").exists(), "a run still training outlived the grid's limit"
-    assert "unfinished runs packed into 1 file(s)" in (out / "experiment.log").read_text()
+    log = (out / "experiment.log").read_text()
+    assert "unfinished runs packed into 2 file(s)" in log and "warning: multirun/e/seed=3 is 15" in log
