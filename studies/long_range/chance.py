@@ -67,6 +67,11 @@ def long_train_sets(root: Path) -> list[dict]:
     test = splits["test"]
     roots = dict(collections.Counter(test["group"]))
     lengths = dict(collections.Counter(length_bucket(n) for n in test["length"]))
+    if not records or not all(r.get("test_by_root") and r.get("test_by_length") for r in records):
+        raise ValueError(
+            f"{LONG_TRAIN_RECORDS}: no records with test_by_root and test_by_length to check long_train's test set "
+            "against; record its runs first (make experiment E=long_train)"
+        )
     checked = None
     for r in records:
         checked = _check("long_train test", roots, {k: v["n"] for k, v in r["test_by_root"].items()}, "test_by_root")
@@ -115,10 +120,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT, help="the JSON to write (its table beside it, .md)")
     args = parser.parse_args(argv)
+    try:
+        sets = long_train_sets(ROOT) + lra_sets(ROOT)
+    except (ValueError, FileNotFoundError) as e:  # nothing is written
+        raise SystemExit(f"error: {e}") from None
     data = {
         "command": "python -m studies.long_range.chance"
         + "".join(f" {a}" for a in (sys.argv[1:] if argv is None else argv)),
-        "sets": long_train_sets(ROOT) + lra_sets(ROOT),
+        "sets": sets,
     }
     out = args.out if args.out.is_absolute() else ROOT / args.out
     write_json(out, data)

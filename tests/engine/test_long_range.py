@@ -282,6 +282,19 @@ def test_a_set_made_again_that_is_not_the_one_scored_stops_the_chance_tool():
         chance._check("s", {"a": 1}, {"a": 2}, "src")
 
 
+def test_the_chance_tool_refuses_to_check_against_no_records(tmp_path, monkeypatch):
+    from studies.long_range import chance
+
+    split = {"group": ["[MAX"], "length": [600], "label": [0]}
+    monkeypatch.setattr(chance, "long_train_splits", lambda root: {"train": split, "val": split, "test": split})
+    (tmp_path / chance.LONG_TRAIN_RECORDS).parent.mkdir(parents=True)
+    (tmp_path / chance.LONG_TRAIN_RECORDS).write_text("")
+    with pytest.raises(
+        ValueError, match=r"no records with test_by_root and test_by_length .* \(make experiment E=long_train\)"
+    ):
+        chance.long_train_sets(tmp_path)
+
+
 # ---- will it fit? ---------------------------------------------------------------------------------
 def test_a_run_too_big_for_memory_stops_with_one_line(monkeypatch, tmp_path):
     from engine import memory
