@@ -69,15 +69,20 @@ def validation_cells(root: Path, among: dict) -> list[tuple[str, str, float, int
         if among["table"] not in title:
             continue
         header = rows[0][1]
+        seen = set()
         for _, cells in rows[1:]:
             name = cells[0].strip("*` ")
             if among.get("rows") and name not in among["rows"]:
                 continue
+            seen.add(name)
             for col, cell in zip(header[1:], cells[1:]):
                 found = NUMBER.findall(cell.replace("−", "-"))
                 if found:
                     seeds = SEEDS.search(cell)
                     out.append((name, col, float(found[0]), int(seeds.group(1)) if seeds else 1))
+        missing = [r for r in among.get("rows") or [] if r not in seen]
+        if missing:  # a misspelt candidate would leave the check with nothing to compare
+            raise Problem(f"{HEADLINE}: {among['file']}'s table {among['table']!r} has no row {missing[0]!r}")
         return out
     raise Problem(f"{HEADLINE}: {among['file']} has no table {among['table']!r}")
 
@@ -97,14 +102,17 @@ def check_choice(root: Path, entry: dict) -> list[str]:
         ]
     try:
         best, _ = locate(root, chosen)
-        problems = []
+        problems, compared = [], 0
         for among in choice["among"]:
             for row_, col, mean, seeds in validation_cells(root, among):
+                compared += seeds >= choice.get("min_seeds", 3)
                 if seeds >= choice.get("min_seeds", 3) and mean > best:
                     problems.append(
                         f"{HEADLINE}: row {name!r}: {among['file']} ({row_}, {col}) has {mean} on validation, "
                         f"above the chosen cell's {best} ({chosen['row']}, {chosen['col']}): choose on validation"
                     )
+        if not compared:  # e.g. the tables lost their (n=K): the check would pass on nothing
+            return [f"{HEADLINE}: row {name!r}: no candidate of {choice.get('min_seeds', 3)}+ seeds to choose among"]
         return problems
     except Problem as e:
         return [str(e)]

@@ -119,6 +119,22 @@ def test_a_best_from_scratch_cell_not_chosen_on_validation_fails(copy):
     ]
 
 
+def test_a_choice_among_a_misspelt_row_or_no_seeded_cell_fails_instead_of_passing_on_nothing(copy):
+    headline = copy / "docs" / "results" / "headline.json"
+    data = json.loads(headline.read_text())
+    (row,) = [r for r in data["rows"] if r["task"] == "binary SST"]
+    among = [a for a in row["chosen_on_validation"]["among"] if a.get("rows")][0]
+    among["rows"] = [*among["rows"], "sst_binary, flase"]
+    headline.write_text(json.dumps(data))
+    assert any("has no row 'sst_binary, flase'" in p for p in check_docs.check())
+    among["rows"].pop()
+    row["chosen_on_validation"]["min_seeds"] = 99  # no cell has that many seeds: nothing would be compared
+    headline.write_text(json.dumps(data))
+    assert (
+        "docs/results/headline.json: row 'binary SST': no candidate of 99+ seeds to choose among" in check_docs.check()
+    )
+
+
 def test_a_results_file_that_changes_fails_until_the_headline_is_written_again(copy):
     _edit(copy / "docs" / "results" / "sst_binary.md", "0.770 ± 0.005 (n=3)", "0.780 ± 0.005 (n=3)")
     problems = check_docs.check()
