@@ -19,7 +19,9 @@ A line holds what the table and figures show and no more (a few kB):
   (``engine.evaluation.encode_correct``; 1,250 bytes for ListOps' 10,000), so that two cells scored on the same
   test set are compared example by example (``tools.stats``); records written before it have none;
 - ``curve``: per epoch, ``epoch``, ``val_acc`` and ``train_loss`` from ``metrics.csv``;
-- ``train_seconds``, ``examples_per_second``.
+- ``train_seconds``, ``examples_per_second``;
+- ``config_digest``: a fingerprint of the config the run trained with (``.hydra/config.yaml``, less what does not
+  change the computation: ``tools.share``), by which a run recorded under two experiments' names is known.
 
 A rerun replaces its own lines and only those: a line is known by its ``overrides`` (seed included); lines
 of runs not in this rerun stay. The file is written to a temporary file and renamed (``os.replace``).
@@ -105,6 +107,10 @@ def record_of(run_dir: Path, at: str) -> dict:
     record.update({k: r[k] for k in KEPT if k in r})
     record.update({k: r[k] for k in BREAKDOWNS if r.get(k)})
     record["curve"] = curve_of(run_dir)
+    from tools.share import digest_of_run  # what tools.share compares runs of two experiments by
+
+    if (config := digest_of_run(run_dir)) is not None:
+        record["config_digest"] = config
     record["train_seconds"] = r.get("train_seconds", 0)
     record["examples_per_second"] = r.get("examples_per_second", 0)
     return record

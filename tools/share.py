@@ -24,9 +24,11 @@ predictions), and the target's table is drawn again from its records. ``tools.qu
 experiment and then trains the rest. A copy is not copied again, and gathering old run directories again
 (``tools.records``) does not undo it (``records.kept_more``).
 
-Runs are compared as today's ``conf/`` composes them: a record trained before a change to an experiment's defaults
-would be taken for today's run. Since the records committed here, ``conf/`` has changed only comments, a grid's
-order and new trainer switches that default to off. Runs trained on two codebases or devices (a GPU run finished on
+A record gathered from its run directory keeps the digest of the config it trained with (``config_digest``, from
+``.hydra/config.yaml``), and is compared by it; an older record without one is compared as today's ``conf/``
+composes its overrides, so a record trained before a change to an experiment's defaults would be taken for today's
+run (since those records, ``conf/`` has changed only comments, a grid's order and new trainer switches that default
+to off, :data:`NEUTRAL`). Runs trained on two codebases or devices (a GPU run finished on
 the CPU, ``tools/gpu_grid.sh``) are the same run only up to the rounding of their hardware.
 """
 
@@ -34,6 +36,8 @@ from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -55,25 +59,50 @@ def structural(cfg: dict) -> bool:
 UNREAD = (("model.pe_dim", structural), ("model.pe_graph", structural))
 
 
+# switches added since some records were trained, whose default leaves the computation as it was: absent and
+# default are the same run
+NEUTRAL = {("trainer", "compile"): False, ("trainer", "device_batches"): False}
+
+
+def normalized(cfg: dict) -> dict:
+    """A run's resolved config less what does not change what it computes (the module docstring)."""
+    out = {k: v for k, v in cfg.items() if k not in BOOKKEEPING}
+    out["trainer"] = {k: v for k, v in (out.get("trainer") or {}).items() if k not in TRAINER_BOOKKEEPING}
+    for key, read_when in UNREAD:
+        if not read_when(out):
+            section, _, name = key.partition(".")
+            out[section] = {k: v for k, v in (out.get(section) or {}).items() if k != name}
+    for (section, name), default in NEUTRAL.items():
+        if (out.get(section) or {}).get(name, default) == default:
+            out[section] = {k: v for k, v in (out.get(section) or {}).items() if k != name}
+    return out
+
+
+def digest(cfg: dict) -> str:
+    """A short fingerprint of a normalised config: equal digests, the same computation."""
+    return hashlib.sha256(json.dumps(cfg, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def digest_of_run(run_dir: Path) -> str | None:
+    """The digest of the config a run directory trained with (``.hydra/config.yaml``); None without one."""
+    from omegaconf import OmegaConf
+
+    path = run_dir / ".hydra" / "config.yaml"
+    if not path.is_file():
+        return None
+    return digest(normalized(OmegaConf.to_container(OmegaConf.load(path), resolve=True)))
+
+
 @functools.cache
 def config_of(overrides: tuple[str, ...]) -> dict:
-    """The resolved config a run with these command-line overrides trains with, less what does not change what it
-    computes (the module docstring)."""
+    """The resolved config a run with these command-line overrides trains with, composed from today's ``conf/``,
+    normalised (:func:`normalized`)."""
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=[o for o in overrides if not o.startswith("trainer.resume=")])
-    out = OmegaConf.to_container(cfg, resolve=True)
-    for key in BOOKKEEPING:
-        out.pop(key, None)
-    for key in TRAINER_BOOKKEEPING:
-        out.get("trainer", {}).pop(key, None)
-    for key, read_when in UNREAD:
-        if not read_when(out):
-            section, _, name = key.partition(".")
-            out.get(section, {}).pop(name, None)
-    return out
+    return normalized(OmegaConf.to_container(cfg, resolve=True))
 
 
 def composed(overrides: tuple[str, ...]) -> dict | None:
@@ -115,6 +144,14 @@ def could_be(record: dict, cfg: dict) -> bool:
     )
 
 
+def same_config(record: dict, cfg: dict) -> bool:
+    """Did the record's run train with ``cfg``? By the digest of the config it trained with where the record keeps
+    one (``records.record_of``), else by composing its overrides from today's ``conf/``."""
+    if record.get("config_digest"):
+        return record["config_digest"] == digest(cfg)
+    return composed(tuple(record["overrides"])) == cfg
+
+
 def recorded() -> list[str]:
     """The full-scale experiments with committed records (``docs/results/runs/<name>.jsonl``), sorted."""
     names = {p.stem for p in (records.ROOT / records.RUNS).glob("*.jsonl")}
@@ -140,7 +177,7 @@ def matches(target: str, source: str, predicted: bool = True) -> list[tuple[list
         if cfg is None:
             continue
         for r in given:
-            if could_be(r, cfg) and composed(tuple(r["overrides"])) == cfg:
+            if could_be(r, cfg) and same_config(r, cfg):
                 out.append((run, r))
                 break
     return out

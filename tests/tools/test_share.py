@@ -134,3 +134,47 @@ def test_the_command_names_what_it_copies_and_refuses_an_unknown_experiment(runs
     assert drawn == ["heads"] and len(records.read("heads")) == 1  # written, and the table drawn from it again
     with pytest.raises(SystemExit, match="no experiment 'postional'"):
         share.main(["heads", "--from", "postional"])
+
+
+def test_a_record_that_keeps_its_config_digest_is_matched_by_it(runs_dir):
+    """A record gathered from its run directory is compared by the config it trained with, not by its overrides."""
+    pos = ["experiment=positional", "graph=complete", "model.positional=sinusoidal", "seed=0"]
+    today = share.digest(share.config_of(tuple(pos)))
+    right, wrong = record(pos, True, 0.58), record(pos, True, 0.58)
+    wrong["config_digest"] = "0" * 16  # trained with another config, though its overrides compose to today's run
+    write_lines(runs_dir / "positional.jsonl", [wrong])
+    assert share.fill("heads", ["positional"], dry_run=True) == []
+    right["config_digest"] = today
+    write_lines(runs_dir / "positional.jsonl", [right])
+    assert len(share.fill("heads", ["positional"], dry_run=True)) == 1
+
+
+def test_the_digest_of_a_run_directory_is_the_digest_of_its_composed_run(tmp_path):
+    from omegaconf import OmegaConf
+
+    pos = ["experiment=positional", "graph=complete", "model.positional=sinusoidal", "seed=0"]
+    cfg = compose_config(pos)
+    (tmp_path / ".hydra").mkdir()
+    OmegaConf.save(cfg, tmp_path / ".hydra" / "config.yaml")
+    assert share.digest_of_run(tmp_path) == share.digest(share.config_of(tuple(pos)))
+    # a run of today's code with the switches at their defaults, and one from before they existed: the same run
+    raw = OmegaConf.to_container(cfg, resolve=True)
+    del raw["trainer"]["compile"], raw["trainer"]["device_batches"]
+    OmegaConf.save(OmegaConf.create(raw), tmp_path / ".hydra" / "config.yaml")
+    assert share.digest_of_run(tmp_path) == share.digest(share.config_of(tuple(pos)))
+    raw["trainer"]["compile"] = True  # a switch on is another run
+    OmegaConf.save(OmegaConf.create(raw), tmp_path / ".hydra" / "config.yaml")
+    assert share.digest_of_run(tmp_path) != share.digest(share.config_of(tuple(pos)))
+    assert share.digest_of_run(tmp_path / "nowhere") is None
+
+
+def test_records_keep_the_digest_of_the_config_their_run_trained_with(tmp_path, runs_dir):
+    from omegaconf import OmegaConf
+
+    run = tmp_path / "multirun" / "positional" / "graph=complete,model.positional=sinusoidal,seed=0"
+    (run / ".hydra").mkdir(parents=True)
+    pos = ["experiment=positional", "graph=complete", "model.positional=sinusoidal", "seed=0"]
+    OmegaConf.save(compose_config(pos), run / ".hydra" / "config.yaml")
+    (run / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in pos))
+    (run / "results.json").write_text(json.dumps({"seed": 0, "test_acc": 0.5, "model": "transformer"}))
+    assert records.record_of(run, "c0ffee")["config_digest"] == share.digest(share.config_of(tuple(pos)))
