@@ -50,6 +50,13 @@ STALE = (
 )
 
 
+def one_size(label: str, sizes: set[int]) -> int:
+    """The one test-set size of a cell's runs; runs scored on sets of different sizes are not one cell."""
+    if len(sizes) != 1:
+        raise ValueError(f"{label}: its runs were tested on sets of {sorted(sizes)} examples")
+    return next(iter(sizes))
+
+
 @dataclass(frozen=True)
 class Records:
     """The seeds of one cell of ``make experiment``'s records."""
@@ -77,14 +84,12 @@ class Records:
         if not runs:
             raise ValueError(f"{self.source}: no run with the overrides {'; '.join(want)}")
         sizes = {sum(b["n"] for b in r["test_by_length"].values()) for r in runs}
-        if len(sizes) != 1:
-            raise ValueError(f"{self.label}: its runs were tested on sets of {sorted(sizes)} examples")
         runs = sorted(runs, key=lambda r: r["seed"])
         if self.part:  # a slice of the test set: its accuracy and size in each record, judged unpaired
             return self.part_cell(runs)
         if self.paired:  # paired over the test examples where every run kept its predictions (tools.stats)
-            return cell_of(runs, n=sizes.pop())
-        return Cell([r["test_acc"] for r in runs], n=sizes.pop())
+            return cell_of(runs, n=one_size(self.label, sizes))
+        return Cell([r["test_acc"] for r in runs], n=one_size(self.label, sizes))
 
     def part_cell(self, runs: list[dict]) -> Cell:
         by, _, key = self.part.partition("=")
@@ -94,7 +99,7 @@ class Records:
         sizes = {s["n"] for s in slices}
         if len(sizes) != 1:
             raise ValueError(f"{self.label}: its runs hold {sorted(sizes)} examples of {key}")
-        return Cell([s["acc"] for s in slices], n=sizes.pop())
+        return Cell([s["acc"] for s in slices], n=one_size(self.label, sizes))
 
 
 def length_row(r: dict) -> str:
@@ -123,9 +128,7 @@ class Lengths:
         if not runs:
             raise ValueError(f"{self.source}: no run in row {self.row!r} scored on {self.test_set!r}")
         sizes = {r["sets"][self.test_set]["num_examples"] for r in runs}
-        if len(sizes) != 1:
-            raise ValueError(f"{self.label}: its runs were tested on sets of {sorted(sizes)} examples")
-        return Cell([r["sets"][self.test_set]["accuracy"] for r in runs], n=sizes.pop())
+        return Cell([r["sets"][self.test_set]["accuracy"] for r in runs], n=one_size(self.label, sizes))
 
 
 @dataclass(frozen=True)
@@ -153,9 +156,10 @@ class Pretrained:
         if not runs:
             raise ValueError(f"{self.source}: no finished run of {self.dataset} with graph={self.graph}")
         sizes = {r["n_test"] for r in runs}
-        if len(sizes) != 1:
-            raise ValueError(f"{self.label}: its runs were tested on sets of {sorted(sizes)} examples")
-        return Cell([r["test_acc"] for r in sorted(runs, key=lambda r: int(r["settings"]["seed"]))], n=sizes.pop())
+        return Cell(
+            [r["test_acc"] for r in sorted(runs, key=lambda r: int(r["settings"]["seed"]))],
+            n=one_size(self.label, sizes),
+        )
 
 
 @dataclass(frozen=True)
