@@ -21,7 +21,7 @@ A line holds what the table and figures show and no more (a few kB):
 - ``curve``: per epoch, ``epoch``, ``val_acc`` and ``train_loss`` from ``metrics.csv``;
 - ``train_seconds``, ``examples_per_second``;
 - ``config_digest``: a fingerprint of the config the run trained with (``.hydra/config.yaml``, less what does not
-  change the computation: ``tools.share``), by which a run recorded under two experiments' names is known.
+  change the computation: ``tools.run_config``), by which a run recorded under two experiments' names is known.
 
 A rerun replaces its own lines and only those: a line is known by its ``overrides`` (seed included); lines
 of runs not in this rerun stay. The file is written to a temporary file and renamed (``os.replace``).
@@ -41,6 +41,8 @@ import sys
 from pathlib import Path
 
 import yaml
+
+from tools.run_config import digest_of_run  # what tools.share knows a run by
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = Path("docs/results/runs")
@@ -107,8 +109,6 @@ def record_of(run_dir: Path, at: str) -> dict:
     record.update({k: r[k] for k in KEPT if k in r})
     record.update({k: r[k] for k in BREAKDOWNS if r.get(k)})
     record["curve"] = curve_of(run_dir)
-    from tools.share import digest_of_run  # what tools.share compares runs of two experiments by
-
     if (config := digest_of_run(run_dir)) is not None:
         record["config_digest"] = config
     record["train_seconds"] = r.get("train_seconds", 0)

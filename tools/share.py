@@ -28,7 +28,7 @@ A record gathered from its run directory keeps the digest of the config it train
 ``.hydra/config.yaml``), and is compared by it; an older record without one is compared as today's ``conf/``
 composes its overrides, so a record trained before a change to an experiment's defaults would be taken for today's
 run (since those records, ``conf/`` has changed only comments, a grid's order and new trainer switches that default
-to off, :data:`NEUTRAL`). Runs trained on two codebases or devices (a GPU run finished on
+to off, ``tools.run_config.NEUTRAL``). Runs trained on two codebases or devices (a GPU run finished on
 the CPU, ``tools/gpu_grid.sh``) are the same run only up to the rounding of their hardware.
 """
 
@@ -36,67 +36,20 @@ from __future__ import annotations
 
 import argparse
 import functools
-import hashlib
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 from tools import experiment, records
+from tools.run_config import digest, normalized
 
 ROOT = Path(__file__).resolve().parents[1]
-BOOKKEEPING = ("experiment_grids", "experiment_then", "experiment_table", "suite", "logger", "hydra")
-TRAINER_BOOKKEEPING = ("resume", "progress")
-
-
-def structural(cfg: dict) -> bool:
-    from models.encoder import STRUCTURAL_PE
-
-    return (cfg.get("model") or {}).get("positional") in STRUCTURAL_PE
-
-
-# settings a run reads only when another setting asks for them: (key, when it is read)
-UNREAD = (("model.pe_dim", structural), ("model.pe_graph", structural))
-
-
-# switches added since some records were trained, whose default leaves the computation as it was: absent and
-# default are the same run
-NEUTRAL = {("trainer", "compile"): False, ("trainer", "device_batches"): False}
-
-
-def normalized(cfg: dict) -> dict:
-    """A run's resolved config less what does not change what it computes (the module docstring)."""
-    out = {k: v for k, v in cfg.items() if k not in BOOKKEEPING}
-    out["trainer"] = {k: v for k, v in (out.get("trainer") or {}).items() if k not in TRAINER_BOOKKEEPING}
-    for key, read_when in UNREAD:
-        if not read_when(out):
-            section, _, name = key.partition(".")
-            out[section] = {k: v for k, v in (out.get(section) or {}).items() if k != name}
-    for (section, name), default in NEUTRAL.items():
-        if (out.get(section) or {}).get(name, default) == default:
-            out[section] = {k: v for k, v in (out.get(section) or {}).items() if k != name}
-    return out
-
-
-def digest(cfg: dict) -> str:
-    """A short fingerprint of a normalised config: equal digests, the same computation."""
-    return hashlib.sha256(json.dumps(cfg, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def digest_of_run(run_dir: Path) -> str | None:
-    """The digest of the config a run directory trained with (``.hydra/config.yaml``); None without one."""
-    from omegaconf import OmegaConf
-
-    path = run_dir / ".hydra" / "config.yaml"
-    if not path.is_file():
-        return None
-    return digest(normalized(OmegaConf.to_container(OmegaConf.load(path), resolve=True)))
 
 
 @functools.cache
 def config_of(overrides: tuple[str, ...]) -> dict:
     """The resolved config a run with these command-line overrides trains with, composed from today's ``conf/``,
-    normalised (:func:`normalized`)."""
+    normalised (``tools.run_config.normalized``)."""
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 

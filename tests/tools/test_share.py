@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.conftest import compose_config
-from tools import records, share
+from tools import records, run_config, share
 
 TRANSFORMER_COMPLETE = [  # four experiments' names for the full-scale Transformer, complete graph, seed 0
     ["experiment=positional", "graph=complete", "model.positional=sinusoidal", "seed=0"],
@@ -156,16 +156,16 @@ def test_the_digest_of_a_run_directory_is_the_digest_of_its_composed_run(tmp_pat
     cfg = compose_config(pos)
     (tmp_path / ".hydra").mkdir()
     OmegaConf.save(cfg, tmp_path / ".hydra" / "config.yaml")
-    assert share.digest_of_run(tmp_path) == share.digest(share.config_of(tuple(pos)))
+    assert run_config.digest_of_run(tmp_path) == share.digest(share.config_of(tuple(pos)))
     # a run of today's code with the switches at their defaults, and one from before they existed: the same run
     raw = OmegaConf.to_container(cfg, resolve=True)
     del raw["trainer"]["compile"], raw["trainer"]["device_batches"]
     OmegaConf.save(OmegaConf.create(raw), tmp_path / ".hydra" / "config.yaml")
-    assert share.digest_of_run(tmp_path) == share.digest(share.config_of(tuple(pos)))
+    assert run_config.digest_of_run(tmp_path) == share.digest(share.config_of(tuple(pos)))
     raw["trainer"]["compile"] = True  # a switch on is another run
     OmegaConf.save(OmegaConf.create(raw), tmp_path / ".hydra" / "config.yaml")
-    assert share.digest_of_run(tmp_path) != share.digest(share.config_of(tuple(pos)))
-    assert share.digest_of_run(tmp_path / "nowhere") is None
+    assert run_config.digest_of_run(tmp_path) != share.digest(share.config_of(tuple(pos)))
+    assert run_config.digest_of_run(tmp_path / "nowhere") is None
 
 
 def test_records_keep_the_digest_of_the_config_their_run_trained_with(tmp_path, runs_dir):
