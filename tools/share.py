@@ -75,18 +75,6 @@ def composed(overrides: tuple[str, ...]) -> dict | None:
 FAILED: set[tuple[str, ...]] = set()
 
 
-def same_run(a: list[str], b: list[str]) -> bool:
-    """Do two runs' overrides (``experiment=`` among them) compose to the same computation?"""
-    if seed_of(a) != seed_of(b):  # the cheap test first
-        return False
-    ca, cb = composed(tuple(a)), composed(tuple(b))
-    return ca is not None and ca == cb
-
-
-def seed_of(overrides: list[str]) -> str | None:
-    return next((o.partition("=")[2] for o in overrides if o.startswith("seed=")), None)
-
-
 def could_be(record: dict, cfg: dict) -> bool:
     """A record's model, graph and seed against a composed config: the test that spares most compositions."""
     model, graph = (cfg.get("model") or {}).get("name"), (cfg.get("graph") or {}).get("name")
@@ -126,7 +114,7 @@ def matches(target: str, source: str, predicted: bool = True) -> list[tuple[list
         old = have.get(tuple(records.key_of(run)))
         if old is not None and (old.get("test_predictions") or not predicted):
             continue  # already as good as a copy could make it
-        cfg = composed(tuple(o for o in run if not o.startswith("trainer.resume=")))
+        cfg = composed(tuple(run))  # config_of leaves trainer.resume out
         if cfg is None:
             continue
         for r in given:
