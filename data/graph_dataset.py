@@ -37,6 +37,16 @@ def node_labels(
     return out
 
 
+def split_fingerprint(tokens, labels) -> str:
+    """What a split holds, in its order: the first 16 hex digits of a sha256 over every example's tokens and
+    label (``GraphDataset.fingerprint``, kept with each run's test predictions). A split made again by other
+    code (``studies.long_range.chance``) is the one a run scored only when this matches."""
+    digest = hashlib.sha256()
+    for example_tokens, label in zip(tokens, labels):
+        digest.update(json.dumps([example_tokens, int(label)], separators=(",", ":")).encode())
+    return digest.hexdigest()[:16]
+
+
 class GraphDataset(Dataset):
     """The graphs of one split, with labels and the per-example breakdown fields.
 
@@ -86,11 +96,7 @@ class GraphDataset(Dataset):
     def fingerprint(self) -> str:
         """What the split holds, in its order: the first 16 hex digits of a sha256 over every example's tokens
         and label. Two runs' per-example test predictions compare example by example only when it matches."""
-        digest = hashlib.sha256()
-        for tokens, label in zip(column(self._ds, "tokens"), self.labels.tolist()):
-            digest.update(json.dumps([tokens, label], separators=(",", ":")).encode())
-            pass
-        return digest.hexdigest()[:16]
+        return split_fingerprint(column(self._ds, "tokens"), self.labels.tolist())
 
     @functools.cached_property
     def _encoded(self) -> datasets.Dataset:

@@ -15,7 +15,8 @@
   stock-torch message passing (``models/torch_mp.py``) against a masked ``scaled_dot_product_attention``, and
   there a window graph's message passing is already faster from n = 1,024 (the tree's and bpt's from
   n = 4,096). Set it from a GPU measurement of DGL's kernels. With PyPI's DGL on a GPU ``auto`` stays dense
-  at every size until ``bench.hardware_lottery --device cuda`` has timed the stock-torch path against dense.
+  at every size: the stock-torch path is used only where a run asks for ``impl=sparse``, until a GPU run of
+  ``bench.hardware_lottery --device cuda`` trains it against dense and sets a threshold for it.
 
 Where the model and its graphs live (the device, whether DGL's graphs can follow it) is
 ``engine/placement.py``'s; it hands :func:`choose_impl` the two devices and reads nothing else of this.

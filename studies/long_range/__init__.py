@@ -65,7 +65,7 @@ PUBLISHED = "own test 1-100"
 SHORT = {name: lo <= 100 for name, lo, _, _ in SETS}
 ROOT = Path(__file__).resolve().parents[2]
 REPLAYED = "docs/results/long_range_lengths.md"  # the committed table: REPLAYS below draws it again
-CHANCE = "docs/results/long_range_chance.md"  # the most frequent answer of each long set (chance.py)
+CHANCE = "docs/results/long_range_chance.md"  # the most frequent answer of each ListOps test set (chance.py)
 TRAIN_POOL = 101_000  # dataset=listops_full: 90k + 1k + 10k expressions of seed 0
 
 
@@ -282,7 +282,7 @@ def majority(labels: dict[str, int]) -> tuple[str, float]:
 def chance_markdown(data: dict) -> str:
     """``chance.py``'s table (``CHANCE``), from the JSON it writes beside it (check_docs replays it)."""
     lines = [
-        "# The most frequent answer on the long ListOps test sets",
+        "# The most frequent answer on the ListOps test sets",
         "",
         f"`{data['command']}` writes this table from `{Path(CHANCE).with_suffix('.json')}`. Each set is made "
         "again by the code that made it for the runs, and checked against the expressions per root operator or per length that their "

@@ -1,4 +1,4 @@
-"""The most frequent answer on the long ListOps test sets: what a model that learned only the label counts scores.
+"""The most frequent answer on the ListOps test sets: what a model that learned only the label counts scores.
 
     python -m studies.long_range.chance     # docs/results/long_range_chance.json and .md (seconds)
 
@@ -11,7 +11,11 @@ kept before anything is written:
                     operator and per length are checked against every record of docs/results/runs/long_train.jsonl;
   LRA 101-500, LRA 501-1999
                     the long sets of ``studies.long_range`` (``SETS``: 1,000 expressions each, their seeds),
-                    checked against the expressions per length that docs/results/long_range_lengths.json kept.
+                    checked against the expressions per length that docs/results/long_range_lengths.json kept;
+  essay suite test  the 10,000 test expressions of every full-scale essay experiment (``scale=full``,
+                    ``dataset=listops_full``), composed as ``experiment=graph_choice_depth`` composes them, and
+                    checked against the split fingerprint that each of docs/results/runs/graph_choice_depth.jsonl's
+                    records kept with its test predictions (tokens and label of every example, in order).
 
 Always answering a set's most frequent label scores that label's share of the set: the accuracy to beat
 before a model is said to have learned more than the label counts.
@@ -31,6 +35,8 @@ from studies.long_range import CHANCE, LRA, ROOT, SETS, chance_markdown
 OUT = Path(CHANCE).with_suffix(".json")  # and its table, docs/results/long_range_chance.md
 LONG_TRAIN_RECORDS = Path("docs/results/runs/long_train.jsonl")
 LENGTHS = Path("docs/results/long_range_lengths.json")
+ESSAY_RECORDS = Path("docs/results/runs/graph_choice_depth.jsonl")  # full-scale runs that kept the fingerprint
+ESSAY_EXPERIMENT = "graph_choice_depth"
 NUM = 1000  # expressions per studies.long_range set (its --num, as the committed table was scored)
 
 
@@ -42,16 +48,21 @@ def counts(labels) -> dict[str, int]:
     return {str(k): c.get(k, 0) for k in range(NUM_CLASSES)}
 
 
-def long_train_splits(root: Path) -> dict:
-    """``experiment=long_train``'s three splits, as ``python train.py experiment=long_train`` makes them."""
+def experiment_splits(root: Path, experiment: str) -> dict:
+    """An experiment's three splits, as ``python train.py experiment=<experiment>`` makes them."""
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
     from data.splits import load_splits
 
     with initialize_config_dir(config_dir=str(root / "conf"), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=["experiment=long_train"])
+        cfg = compose(config_name="config", overrides=[f"experiment={experiment}"])
     return load_splits(OmegaConf.to_container(cfg.dataset, resolve=True), progress=False)
+
+
+def long_train_splits(root: Path) -> dict:
+    """``experiment=long_train``'s three splits, as ``python train.py experiment=long_train`` makes them."""
+    return experiment_splits(root, "long_train")
 
 
 def _check(name: str, made: dict, recorded: dict, source: str) -> str:
@@ -114,6 +125,37 @@ def lra_sets(root: Path) -> list[dict]:
     return out
 
 
+def essay_sets(root: Path) -> list[dict]:
+    """The full-scale essay suite's test split, checked example by example (its fingerprint) against the
+    records that kept their test predictions."""
+    from data.graph_dataset import split_fingerprint
+    from data.splits import column
+
+    path = root / ESSAY_RECORDS
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    prints = {r["test_predictions"]["fingerprint"] for r in records if r.get("test_predictions")}
+    if not prints:
+        raise ValueError(
+            f"{ESSAY_RECORDS}: no records with test predictions to check the essay suite's test set against; "
+            f"record its runs first (make experiment E={ESSAY_EXPERIMENT})"
+        )
+    if len(prints) > 1:
+        raise ValueError(f"{ESSAY_RECORDS}: its records scored {len(prints)} different test sets: {sorted(prints)}")
+    test = experiment_splits(root, ESSAY_EXPERIMENT)["test"]
+    made = split_fingerprint(column(test, "tokens"), column(test, "label"))
+    (recorded,) = prints
+    checked = _check("the essay suite's test", {"fingerprint": made}, {"fingerprint": recorded}, "test_predictions")
+    kept = sum(1 for r in records if r.get("test_predictions"))
+    return [
+        {
+            "set": "essay suite test",
+            "made_by": f"scale=full's test split (experiment={ESSAY_EXPERIMENT}; every full-scale essay experiment's)",
+            "labels": counts(column(test, "label")),
+            "checked": f"{ESSAY_RECORDS} ({kept} records), the split's {checked}",
+        }
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     from engine.io import write_json, write_text
 
@@ -121,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help="the JSON to write (its table beside it, .md)")
     args = parser.parse_args(argv)
     try:
-        sets = long_train_sets(ROOT) + lra_sets(ROOT)
+        sets = long_train_sets(ROOT) + lra_sets(ROOT) + essay_sets(ROOT)
     except (ValueError, FileNotFoundError) as e:  # nothing is written
         raise SystemExit(f"error: {e}") from None
     data = {

@@ -295,6 +295,36 @@ def test_the_chance_tool_refuses_to_check_against_no_records(tmp_path, monkeypat
         chance.long_train_sets(tmp_path)
 
 
+def test_the_essay_test_set_is_checked_example_by_example_against_its_records(tmp_path, monkeypatch):
+    import datasets
+
+    from data.graph_dataset import split_fingerprint
+    from studies.long_range import chance
+
+    test = datasets.Dataset.from_dict({"tokens": [["[MAX", "2", "3", "]"], ["4"], ["9"]], "label": [3, 4, 9]})
+    monkeypatch.setattr(chance, "experiment_splits", lambda root, experiment: {"test": test})
+    records = tmp_path / chance.ESSAY_RECORDS
+    records.parent.mkdir(parents=True)
+    records.write_text(json.dumps({"test_acc": 0.5}) + "\n")  # a record without predictions checks nothing
+    with pytest.raises(
+        ValueError, match=r"no records with test predictions .*\(make experiment E=graph_choice_depth\)"
+    ):
+        chance.essay_sets(tmp_path)
+    scored = {"n": 3, "fingerprint": split_fingerprint(test["tokens"], test["label"]), "correct": "oA=="}
+    records.write_text(json.dumps({"test_predictions": scored}) + "\n")
+    (made,) = chance.essay_sets(tmp_path)
+    assert made["labels"] == {str(k): int(k in (3, 4, 9)) for k in range(10)}
+    assert scored["fingerprint"] in made["checked"] and "(1 records)" in made["checked"]
+    reordered = test.select([1, 0, 2])  # the same examples in another order are another split
+    monkeypatch.setattr(chance, "experiment_splits", lambda root, experiment: {"test": reordered})
+    with pytest.raises(SystemExit, match="not the set scored"):
+        chance.essay_sets(tmp_path)
+    other = dict(scored, fingerprint="0" * 16)  # records that scored two test sets cannot check one
+    records.write_text(json.dumps({"test_predictions": scored}) + "\n" + json.dumps({"test_predictions": other}) + "\n")
+    with pytest.raises(ValueError, match="2 different test sets"):
+        chance.essay_sets(tmp_path)
+
+
 # ---- will it fit? ---------------------------------------------------------------------------------
 def test_a_run_too_big_for_memory_stops_with_one_line(monkeypatch, tmp_path):
     from engine import memory
