@@ -17,7 +17,8 @@ JSON holds every verdict.
 The cost is measured side by side as well (``--time DATASET``: forward and backward of one training batch of
 32 validation sentences per cell, interleaved, the median and the fastest of the repeats, one thread) into
 ``docs/results/soft_syntax_time.json``, which the table reads: the runs' own wall times share 2 cores with
-other jobs.
+other jobs. A checkout without the run directories adds ``--table-only`` (the table from the committed runs);
+without it the command stops rather than write a table of fewer runs over the committed one.
 
 The figure (``docs/figures/soft_syntax_bias.png``) is the learned bias of one finished run's best checkpoint:
 per layer, each head's bias against the tree distance of the two words.
@@ -453,13 +454,16 @@ TIMED = {  # the cells timed side by side: overrides of model=minilm
     "complete": ["graph=complete"],
     "hard dep": ["graph=dep"],
     "dep bias": ["graph=complete", "model.structure_bias=dep"],
+    "tree bias": ["graph=complete", "model.structure_bias=tree"],  # the gold constituency tree (SST only)
     "fusion": ["graph=complete", "model.syntax_layers=1"],
 }
 
 
 def measure_time(dataset: str, data_dir: str, batch: int = 32, reps: int = 15) -> dict:
     """Seconds of one forward and backward pass over ``batch`` validation sentences per cell of ``TIMED``
-    (interleaved, median of ``reps`` after one warm-up), and each against the complete graph's."""
+    (interleaved, median of ``reps`` after one warm-up), and each against the complete graph's; ``load``: the
+    machine's 1-minute load average at the start and at the end (other jobs on the cores)."""
+    import os
     import statistics
     import time
 
@@ -484,6 +488,7 @@ def measure_time(dataset: str, data_dir: str, batch: int = 32, reps: int = 15) -
         torch.manual_seed(0)
         setups[name] = (models.build_model(cfg.model, 1, 2, construction).train(), g)
     seconds = {name: [] for name in setups}
+    load = [os.getloadavg()[0]]
     for rep in range(reps + 1):
         for name, (model, g) in setups.items():
             start = time.perf_counter()
@@ -491,6 +496,7 @@ def measure_time(dataset: str, data_dir: str, batch: int = 32, reps: int = 15) -
             model.zero_grad(set_to_none=True)
             if rep:  # the first round warms up
                 seconds[name].append(time.perf_counter() - start)
+    load.append(os.getloadavg()[0])
     median = {name: statistics.median(xs) for name, xs in seconds.items()}
     fastest = {name: min(xs) for name, xs in seconds.items()}  # the least disturbed by other jobs
     return {
@@ -500,6 +506,8 @@ def measure_time(dataset: str, data_dir: str, batch: int = 32, reps: int = 15) -
         "batch": batch,
         "reps": reps,
         "threads": torch.get_num_threads(),
+        "cores": os.cpu_count(),
+        "load": load,
         "seconds": median,
         "vs_complete": {name: median[name] / median["complete"] for name in median},
         "command": f"OMP_NUM_THREADS=1 python -m studies.soft_syntax --time {dataset} --data-dir {data_dir}",
@@ -527,11 +535,15 @@ def time_section(path: Path | dict) -> list[str]:
         ratio = t.get("fastest_vs_complete", {}).get(name)
         tail = f"{fast:.2f} | {ratio:.2f}×" if fast is not None else "– | –"
         lines.append(f"| {name} | {sec:.2f} | {t['vs_complete'][name]:.2f}× | {tail} |")
-    lines += [
-        "",
-        "The machine's 2 cores were shared with other jobs (load 5-9) while this ran: differences under about 10% "
-        "are timing noise.",
-    ]
+    if "load" in t:  # measured since it was kept
+        start, end = t["load"]
+        shared = (
+            f"The machine's {t['cores']} cores were shared with other jobs while this ran (1-minute load average "
+            f"{start:.1f} at the start, {end:.1f} at the end)"
+        )
+    else:
+        shared = "The machine's 2 cores were shared with other jobs (load 5-9) while this ran"
+    lines += ["", f"{shared}: differences under about 10% are timing noise."]
     return lines
 
 
@@ -568,6 +580,16 @@ def main(argv=None) -> int:
     from engine.io import write_json
 
     timing = args.out / f"{EXPERIMENT}_time.json"
+    committed = args.out / f"{EXPERIMENT}.json"
+    if not args.table_only and committed.is_file():
+        # a checkout without the run directories would write a table of fewer runs over the committed one
+        kept = len(json.loads(committed.read_text()).get("runs", []))
+        found = sum(1 for _ in args.runs.glob("*/.hydra")) if args.runs.is_dir() else 0
+        if found < kept:
+            raise SystemExit(
+                f"error: {args.runs} holds {found} runs, {committed} {kept}: add --table-only to draw the table "
+                f"from the committed runs (or train the missing ones: make experiment E={EXPERIMENT} ARGS=--missing)"
+            )
     if args.time:
         folder = {"sst_binary": "sst", "sst": "sst", "trec": "trec"}.get(args.time, args.time)
         measured = measure_time(args.time, args.data_dir or f"../shared/data/{folder}")

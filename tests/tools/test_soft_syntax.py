@@ -206,6 +206,11 @@ def test_side_by_side_cost_is_read_from_its_file(tmp_path):
     assert ss.main([*args, "--figures", str(out)]) == 0
     md = (out / "soft_syntax.md").read_text()
     assert "| dep bias | 2.20 | 1.10× | – | – |" in md and "32 binary SST validation sentences" in md
+    assert "(load 5-9)" in md  # a timing from before the load was kept says what it was then
+    (out / "soft_syntax_time.json").write_text(json.dumps({**timing, "cores": 2, "load": [2.94, 3.01]}))
+    assert ss.main([*args, "--figures", str(out)]) == 0
+    md = (out / "soft_syntax.md").read_text()
+    assert "2 cores were shared with other jobs while this ran (1-minute load average 2.9 at the start, 3.0" in md
 
 
 def _pretrained_cell(dataset, graph, pairs, n_test=500, **extra):
@@ -254,3 +259,22 @@ def test_target_tie_goes_to_the_cell_listed_first_and_sst2_transfer_counts_for_b
     text = "\n".join(ss.targets_section([], pretrained, []))
     assert "binary SST ≥ 91: 87.00 ± 0.00" in text and "(at or above it)" in text
     assert "SST-5 ≥ 52: no cell has 3 seeds yet." in text
+
+
+def test_a_checkout_without_the_runs_keeps_its_committed_table(tmp_path, monkeypatch):
+    """Building the table from a run folder with fewer runs than the committed results would write them over
+    with fewer: it stops with one line naming --table-only, before anything is measured or written."""
+    import pytest
+
+    monkeypatch.setattr(ss, "measure_time", lambda *a, **k: pytest.fail("measured before the runs were checked"))
+    out = tmp_path / "out"
+    out.mkdir()
+    committed = out / "soft_syntax.json"
+    committed.write_text(json.dumps({"runs": [{"dir": "a"}, {"dir": "b"}], "cells": []}))
+    runs = tmp_path / "runs"
+    fake_run(runs, [*BIAS, "model.structure_bias_lr_scale=100", "seed=0"], 0.97)  # 1 of the 2 committed
+    for where in (tmp_path / "nowhere", runs):  # missing, and a folder of fewer runs
+        with pytest.raises(SystemExit, match=r"holds \d runs, .* 2: add --table-only"):
+            ss.main(["--runs", str(where), "--out", str(out), "--time", "sst_binary"])
+    assert json.loads(committed.read_text())["runs"] == [{"dir": "a"}, {"dir": "b"}]
+    assert sorted(p.name for p in out.iterdir()) == ["soft_syntax.json"]
