@@ -69,6 +69,9 @@ def _comparisons() -> list[tuple[str, str, dict, dict]]:
         for pe in ("lap_pe", "random_walk_pe", "none"):
             a, b = {"model.positional": pe, "graph": g}, {"model.positional": "sinusoidal", "graph": g}
             out.append(("positional", f"{g}: {pe} - sinusoidal", a, b))
+        for pe in ("lap_pe", "random_walk_pe"):  # does the tree's structure, as an encoding, add to none at all?
+            a, b = {"model.positional": pe, "graph": g}, {"model.positional": "none", "graph": g}
+            out.append(("positional", f"{g}: {pe} - none", a, b))
     for exp, extra in (("training", {"model.scaled": "True"}), ("training_lr", {})):
         for w in ("0.0", "0.05"):
             a = {"model.norm": "pre", "optim.warmup_ratio": w, **extra}
