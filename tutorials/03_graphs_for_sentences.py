@@ -303,7 +303,8 @@ print(f"wrote {chain_png.relative_to(ROOT)}")
 # ## What to take away
 #
 # * A graph construction is a hypothesis about which tokens should talk; `graph=` swaps it without
-#   touching the model. The results tables of docs/essay.md test them all on ListOps.
+#   touching the model. The results tables of docs/essay.md test them on ListOps (the complete graph, the
+#   tree and the window at full scale; kNN and no edges so far at small scale only).
 # * Structure can also enter as positions: `model.positional=lap_pe|random_walk_pe` with
 #   `model.pe_graph=tree|chain|graph` (see `conf/experiment/positional.yaml`).
 # * On a chain, Laplacian positions are cosines of the position, like the sinusoidal encoding, but

@@ -82,13 +82,19 @@ for name in ESSAY:  # the essay experiments, as studies/essay lists them
 #
 # `make essay` writes `docs/results/essay.json`: for every comparison the essay's page makes, the
 # test accuracy of each seed of setting A and of setting B. A difference is a finding only beyond
-# its noise, two standard errors of the difference of the means:
+# its noise, judged by the project's one rule (`tools.stats.compare`, stated once in
+# `docs/statistics.md`): the noise is Student's t times the standard error of the difference, and that
+# error has two parts,
 #
-# $$\text{noise} = 2\,\sigma\,\sqrt{1/n_A + 1/n_B},$$
+# * the seeds: each cell's own seed spread, divided by its number of seeds;
+# * the test examples: every seed is scored on the *same* examples, so this part does **not** shrink
+#   with more seeds. Where both cells kept their per-example predictions it is measured **paired**,
+#   example by example (how differently the two cells fare on each example); where they did not, a
+#   conservative **unpaired** term stands in (each cell's binomial error).
 #
-# with $\sigma$ the larger of the two cells' pooled seed standard deviation and the suite's. The cell
-# below recomputes every verdict from the stored accuracies, independently of `studies/essay`, and
-# checks that it agrees.
+# One seed a side is not judged. The cell below recomputes every unpaired verdict from the stored
+# accuracies, independently of `studies/essay`, reads the paired ones (they need the records'
+# predictions), and checks that every verdict agrees.
 
 
 # %%
@@ -162,6 +168,10 @@ fig.tight_layout()
 #   One head against four (−1.7 <!-- ref: docs/results/essay.md > heads; 1 - 4 heads > difference --> points) and eight against four (+0.5 <!-- ref: docs/results/essay.md > heads; 8 - 4 heads > difference -->) are no measurable difference. On the
 #   complete graph attention beats a plain sum of the neighbours by 13.8 <!-- ref: docs/results/essay.md > aggregation; complete: attention - sum > difference --> points, a mean by 7.6 <!-- ref: docs/results/essay.md > aggregation; complete: attention - mean > difference -->
 #   and a max by 5.8 <!-- ref: docs/results/essay.md > aggregation; complete: attention - max > difference -->; among the reductions max beats mean by 1.8 <!-- ref: docs/results/essay.md > aggregation; complete: max - mean > difference --> and mean beats sum by 6.2 <!-- ref: docs/results/essay.md > aggregation; complete: mean - sum > difference -->.
+#   Two tied layers more help on both graphs: 4 − 2 layers is +1.1 <!-- ref: docs/results/essay.md > graph_choice_depth; complete: 4 - 2 tied layers > difference --> points on the complete graph and
+#   +1.8 <!-- ref: docs/results/essay.md > graph_choice_depth; tree: 4 - 2 tied layers > difference --> on the tree (paired); beyond 4 layers no step is measurable. Positions matter on both graphs:
+#   no positions against sinusoidal ones is −17.7 <!-- ref: docs/results/essay.md > positional; complete: none - sinusoidal > difference --> points on the complete graph and −18.4 <!-- ref: docs/results/essay.md > positional; tree: none - sinusoidal > difference --> on the
+#   tree (paired), and the tree's Laplacian encoding is no help over none (+0.2 <!-- ref: docs/results/essay.md > positional; complete: lap_pe - none > difference -->).
 #   On the gold tree max is 2.0 <!-- ref: docs/results/essay.md > aggregation; tree: mean - sum > A minus docs/results/essay.md > aggregation; tree: max - sum > A --> below mean, and attention's edge over mean (+0.8 <!-- ref: docs/results/essay.md > aggregation; tree: attention - mean > difference -->) is no measurable difference.
 # * **Small scale** (2k expressions, `make essay SMALL=1`, 31 minutes). The tree's advantage shrinks
 #   to 2.9 <!-- ref: docs/results/small/essay.md > graph_choice; transformer: tree - complete > difference --> points for the Transformer, within the noise, and vanishes for GAT (−1.8 <!-- ref: docs/results/small/essay.md > graph_choice; gat: tree - complete > difference -->, noise). The number of heads makes
@@ -170,7 +180,8 @@ fig.tight_layout()
 #   complete graph, 12 vs 8 layers is no measurable difference. At lr 1e-2, pre-LN beats post-LN by
 #   23.0 <!-- ref: docs/results/small/essay.md > training_lr; pre-LN - post-LN, warmup 0.0 > difference --> points without warmup, and warmup adds 9.6 <!-- ref: docs/results/small/essay.md > training_lr; pre-LN: warmup 0.05 - none > difference --> to pre-LN; at lr 2e-3, pre vs post is no
 #   measurable difference (−0.7 <!-- ref: docs/results/small/essay.md > training; pre-LN - post-LN, warmup 0.0 > difference -->). On the complete graph sinusoidal positions lead the tree's
-#   Laplacian encoding by 3.2 <!-- ref: docs/results/small/essay.md > positional; complete: lap_pe - sinusoidal > difference --> points, within the noise; on the tree they tie (−0.1 <!-- ref: docs/results/small/essay.md > positional; tree: lap_pe - sinusoidal > difference -->).
+#   Laplacian encoding by 3.2 <!-- ref: docs/results/small/essay.md > positional; complete: lap_pe - sinusoidal > difference --> points, within the noise; on the tree they tie (−0.1 <!-- ref: docs/results/small/essay.md > positional; tree: lap_pe - sinusoidal > difference -->):
+#   the full scale above reverses both (a small scale too weak to see it, not a contradiction).
 # * **Attention and syntax.** At full scale, the head chosen on validation finds the parent on test
 #   more often than the best fixed offset, by 2.0 <!-- ref: docs/results/neural_syntax/seed1/syntax.json > best_parent_head > acc minus docs/results/neural_syntax/seed1/syntax.json > offset_baselines > parent > acc -->–4.8 <!-- ref: docs/results/neural_syntax/seed2/syntax.json > best_parent_head > acc minus docs/results/neural_syntax/seed2/syntax.json > offset_baselines > parent > acc --> points across the three seeds (a file
 #   whose head was chosen on the split it reports would not be counted).
@@ -194,6 +205,12 @@ CLAIMS = [  # (suite, experiment, comparison, verdict, difference in points as t
     ("full", "aggregation", "complete: max - mean", "A higher", 1.8),  # ref: docs/results/essay.md > aggregation; complete: max - mean > difference
     ("full", "aggregation", "tree: max - mean", "B higher", -2.0),  # ref: docs/results/essay.md > aggregation; tree: max - mean > difference
     ("full", "aggregation", "tree: attention - mean", "no difference measurable here", 0.8),  # ref: docs/results/essay.md > aggregation; tree: attention - mean > difference
+    ("full", "graph_choice_depth", "complete: 4 - 2 tied layers", "A higher", 1.1),  # ref: docs/results/essay.md > graph_choice_depth; complete: 4 - 2 tied layers > difference
+    ("full", "graph_choice_depth", "tree: 4 - 2 tied layers", "A higher", 1.8),  # ref: docs/results/essay.md > graph_choice_depth; tree: 4 - 2 tied layers > difference
+    ("full", "graph_choice_depth", "complete: 8 - 4 tied layers", "no difference measurable here", 0.3),  # ref: docs/results/essay.md > graph_choice_depth; complete: 8 - 4 tied layers > difference
+    ("full", "positional", "complete: none - sinusoidal", "B higher", -17.7),  # ref: docs/results/essay.md > positional; complete: none - sinusoidal > difference
+    ("full", "positional", "tree: none - sinusoidal", "B higher", -18.4),  # ref: docs/results/essay.md > positional; tree: none - sinusoidal > difference
+    ("full", "positional", "complete: lap_pe - none", "no difference measurable here", 0.2),  # ref: docs/results/essay.md > positional; complete: lap_pe - none > difference
     ("small", "graph_choice", "transformer: tree - complete", "no difference measurable here", 2.9),  # ref: docs/results/small/essay.md > graph_choice; transformer: tree - complete > difference
     ("small", "graph_choice", "gat: tree - complete", "no difference measurable here", -1.8),  # ref: docs/results/small/essay.md > graph_choice; gat: tree - complete > difference
     ("small", "heads", "1 - 4 heads", "no difference measurable here", 0.5),  # ref: docs/results/small/essay.md > heads; 1 - 4 heads > difference
@@ -282,8 +299,9 @@ print(f"(test set: {test_size} sentences, so one sentence moves the accuracy by 
 # %% [markdown]
 # ## Where to go from here
 #
-# * Rerun any experiment above; each takes minutes to tens of minutes on a CPU
-#   (`trainer.progress=true` shows progress bars).
+# * Rerun any experiment above: at small scale (`scale=small`, or `make essay SMALL=1`) each takes
+#   minutes on a CPU; at full scale a grid takes hours (`docs/essay.md`, Compute, gives each one's
+#   training time). `trainer.progress=true` shows progress bars.
 # * Try a graph or aggregator of your own: a construction is a function returning `(src, dst)` in
 #   `data/graphs/`, an aggregator a module with `forward(g, h)` and `forward_dense(h, dg)` in
 #   `models/aggregators/`; `tests/models/test_dense.py` tells you whether the two agree.
