@@ -1,4 +1,5 @@
-"""Atomic writes: a file is either the old one or the whole new one, never half of either."""
+"""Atomic writes: a file is either the old one or the whole new one, never half of either; and
+``keep_committed``: a committed results file is not written over with fewer runs than it holds."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import csv
 import io
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -54,3 +56,32 @@ def write_csv(path: str | os.PathLike, rows: list[dict], fieldnames: list[str] |
     writer.writeheader()
     writer.writerows(rows)
     return _atomic(path, lambda f: f.write(text.getvalue().encode()))
+
+
+def runs_in(folder: str | os.PathLike) -> int:
+    """The run directories a sweep folder holds (each with the ``.hydra/`` train.py leaves); 0 when it is missing."""
+    folder = Path(folder)
+    return sum(1 for _ in folder.glob("*/.hydra")) if folder.is_dir() else 0
+
+
+def runs_committed(path: str | os.PathLike) -> int:
+    """The runs a committed results file holds: a JSON's ``runs`` list, or the ``(N runs, ...)`` that the first
+    line of a ``tools.results_table`` table states; 0 when the file is missing or says none."""
+    path = Path(path)
+    if not path.is_file():
+        return 0
+    if path.suffix == ".json":
+        data = json.loads(path.read_text())
+        return len(data.get("runs", [])) if isinstance(data, dict) else 0
+    first = path.read_text().partition("\n")[0]
+    found = re.search(r"\((\d+) runs, ", first) if first.startswith("Produced by ") else None
+    return int(found.group(1)) if found else 0
+
+
+def keep_committed(committed: str | os.PathLike, found: int, where: str | os.PathLike, fix: str) -> None:
+    """Stop, before anything is written, when ``found`` runs (of ``where``) would be written over ``committed``,
+    which holds more: a checkout without the run directories (a fresh clone: ``multirun/`` is not committed) would
+    otherwise replace the committed results with fewer runs, or none. One line, naming ``fix``."""
+    kept = runs_committed(committed)
+    if found < kept:
+        raise SystemExit(f"error: {where} holds {found} runs, {committed} {kept}: {fix}")

@@ -14,7 +14,9 @@ validation accuracy by epoch from the runs' ``metrics.csv``, seeds averaged.
 
 ``--out`` rewrites the generated tables and keeps what a person wrote below them: everything from the
 file's first ``## `` heading on (the tables themselves never use one), so rerunning an experiment
-refreshes its numbers without deleting the analysis that reads them.
+refreshes its numbers without deleting the analysis that reads them. Drawn from run directories over a table
+whose first line states more runs than they hold (a checkout without some of them), it stops with one line
+instead (``engine.io.keep_committed``).
 """
 
 from __future__ import annotations
@@ -438,6 +440,17 @@ def main(argv=None) -> int:
         print(f"error: {args.root} does not exist; run a sweep first (make sweep)", file=sys.stderr)
         return 2
     runs = load(args.root)
+    if args.out and args.root.is_dir() and args.out.is_file():  # run directories over a table: not fewer runs
+        from engine.io import keep_committed  # torch: not needed to draw a table from records (tools.experiment)
+
+        scale = "scale=small " if args.out.parent.name == "small" else ""
+        keep_committed(
+            args.out,
+            len(runs),
+            args.root,
+            "its table stays; draw it from its committed records instead "
+            f"(make experiment E={args.out.stem} ARGS='{scale}--table-only')",
+        )
     if not runs:
         print(f"error: no results.json under {args.root}; runs write one when they finish", file=sys.stderr)
         return 2

@@ -24,7 +24,9 @@ the length. A model that computes ListOps compositionally should hold its accura
 Long expressions are batched by a token budget, and their graphs built batch by batch (the complete
 graph of a 2,000-token expression has 4M edges). Complete graphs run on the dense path (the same
 function as message passing: tests/models/test_dense.py), which needs no edge list on the device. Scores
-are saved in each run's ``long_range.json`` and reused (``--force`` scores again).
+are saved in each run's ``long_range.json`` and reused (``--force`` scores again). Fewer runs than the JSON
+beside ``--out`` holds (a checkout without some run directories) stop the command before anything is scored
+or written (``engine.io.keep_committed``): ``python -m tools.check_docs --render`` draws the table again.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from data.listops import describe_example
 from data.splits import load_splits
 from engine.checkpoint import load_checkpoint, load_model
 from engine.evaluation import LENGTH_BUCKETS, predict, summarize
-from engine.io import write_json, write_text
+from engine.io import keep_committed, write_json, write_text
 from engine.memory import nodes_per_graph
 from engine.placement import Placement
 from tools import seals
@@ -335,6 +337,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     start = time.perf_counter()
     runs = find_runs(args.runs)
+    if args.out:  # a checkout without the run directories: no table of fewer runs over the committed one
+        keep_committed(
+            args.out.with_suffix(".json"),
+            len(runs),
+            ", ".join(map(str, args.runs)),
+            f"its table stays; python -m tools.check_docs --render {args.out} draws it again from that JSON "
+            "(or train the missing runs: make experiment E=long_range ARGS=--missing)",
+        )
     if not runs:
         print(f"error: no run with checkpoints/best.pt and results.json under {', '.join(map(str, args.runs))}")
         return 2

@@ -16,6 +16,9 @@ description of one number, not a comparison.
     python -m studies.pretrained_graphs --table-only   # the table and the JSON's verdicts again from the
                                                        # committed docs/results/pretrained_graphs.json
 
+A checkout without the run directories adds ``--table-only``: without it the command stops rather than write a
+table of fewer runs over the committed one (``engine.io.keep_committed``).
+
 A run fine-tuned on GLUE SST-2's phrases (``dataset=sst2``) is also scored on binary SST's val and test
 sentences (``evaluate.py dataset=sst_binary``, run here once and kept in the run's ``eval/``), so that the
 choice between training on sentences and on phrases is made on binary SST's validation split.
@@ -559,12 +562,19 @@ def main(argv=None) -> int:
         help="no run directories: the table and the verdicts again from the committed <out>/pretrained_graphs.json",
     )
     args = parser.parse_args(argv)
-    from engine.io import write_json
+    from engine.io import keep_committed, runs_in, write_json
 
     if args.table_only:
         data = json.loads((args.out / f"{EXPERIMENT}.json").read_text())
         data.pop("comparisons", None)
-    else:
+    else:  # a checkout without the run directories: no table of fewer runs over the committed one
+        keep_committed(
+            args.out / f"{EXPERIMENT}.json",
+            runs_in(args.runs),
+            args.runs,
+            "add --table-only to draw the table from the committed runs "
+            f"(or train the missing ones: make experiment E={EXPERIMENT} ARGS=--missing)",
+        )
         if not args.no_transfer and args.runs.is_dir():
             score_transfer(args.runs, args.sst_dir)
         data = build(args.runs, args.conf)

@@ -577,19 +577,17 @@ def main(argv=None) -> int:
         help="no run directories: the table and the verdicts again from the committed <out>/soft_syntax.json",
     )
     args = parser.parse_args(argv)
-    from engine.io import write_json
+    from engine.io import keep_committed, runs_in, write_json
 
     timing = args.out / f"{EXPERIMENT}_time.json"
-    committed = args.out / f"{EXPERIMENT}.json"
-    if not args.table_only and committed.is_file():
-        # a checkout without the run directories would write a table of fewer runs over the committed one
-        kept = len(json.loads(committed.read_text()).get("runs", []))
-        found = sum(1 for _ in args.runs.glob("*/.hydra")) if args.runs.is_dir() else 0
-        if found < kept:
-            raise SystemExit(
-                f"error: {args.runs} holds {found} runs, {committed} {kept}: add --table-only to draw the table "
-                f"from the committed runs (or train the missing ones: make experiment E={EXPERIMENT} ARGS=--missing)"
-            )
+    if not args.table_only:  # a checkout without the run directories: no table of fewer runs over the committed one
+        keep_committed(
+            args.out / f"{EXPERIMENT}.json",
+            runs_in(args.runs),
+            args.runs,
+            "add --table-only to draw the table from the committed runs "
+            f"(or train the missing ones: make experiment E={EXPERIMENT} ARGS=--missing)",
+        )
     if args.time:
         folder = {"sst_binary": "sst", "sst": "sst", "trec": "trec"}.get(args.time, args.time)
         measured = measure_time(args.time, args.data_dir or f"../shared/data/{folder}")

@@ -249,6 +249,40 @@ def test_check_docs_replays_long_range_lengths_from_its_json_and_names_a_hand_ed
     ]
 
 
+def test_a_checkout_with_fewer_runs_keeps_the_committed_length_table(tmp_path, monkeypatch):
+    """Scoring a folder of fewer runs than the committed JSON beside --out holds would write them over with fewer:
+    it stops with one line naming the fix, before the LRA sets are made or anything is written; as many runs
+    as the JSON holds go on as before."""
+    from studies import long_range
+
+    class Scored(Exception):
+        pass
+
+    def make_sets(*a, **k):
+        raise Scored
+
+    monkeypatch.setattr(long_range, "make_sets", make_sets)
+    out = tmp_path / "out"
+    out.mkdir()
+    committed = out / "long_range_lengths.json"
+    committed.write_text(json.dumps({"command": "x", "runs": [{"graph": "complete"}, {"graph": "bpt"}]}))
+    before = committed.read_bytes()
+    runs = tmp_path / "runs"
+    for name in ("graph=complete,seed=0", "graph=bpt,seed=0"):
+        (runs / name / "checkpoints").mkdir(parents=True)
+        (runs / name / "checkpoints" / "best.pt").write_bytes(b"")
+        (runs / name / "results.json").write_text("{}")
+    (runs / "graph=bpt,seed=0" / "results.json").unlink()  # unfinished: 1 run of the committed 2
+    for where in (tmp_path / "nowhere", runs):  # missing, and a folder of fewer runs
+        with pytest.raises(SystemExit, match=r"holds [01] runs, .*long_range_lengths.json 2: .*check_docs --render"):
+            long_range.main([str(where), "--out", str(out / "long_range_lengths.md")])
+    assert committed.read_bytes() == before
+    assert sorted(p.name for p in out.iterdir()) == ["long_range_lengths.json"]
+    (runs / "graph=bpt,seed=0" / "results.json").write_text("{}")  # both: on to scoring
+    with pytest.raises(Scored):
+        long_range.main([str(runs), "--out", str(out / "long_range_lengths.md")])
+
+
 def test_the_chance_table_names_each_sets_most_frequent_answer_and_is_replayed(tmp_path):
     from studies import long_range
     from studies.long_range import chance

@@ -347,6 +347,27 @@ def test_pretrained_graphs_compares_with_complete_and_chooses_the_phrase_run_on_
     assert pg.main(["--runs", str(runs), "--out", str(out), "--figures", str(out)]) == 0 and calls == []
 
 
+def test_a_checkout_with_fewer_runs_keeps_the_committed_pretrained_graphs_table(tmp_path, monkeypatch):
+    """Building the table from a run folder with fewer runs than the committed JSON would write it over with
+    fewer (a fresh clone: every cell 'not run yet'): it stops with one line naming --table-only, before an sst2
+    run is scored or anything is written."""
+    from studies import pretrained_graphs as pg
+
+    monkeypatch.setattr(pg.subprocess, "run", lambda *a, **k: pytest.fail("scored before the runs were checked"))
+    out = tmp_path / "out"
+    out.mkdir()
+    committed = out / "pretrained_graphs.json"
+    committed.write_text(json.dumps({"runs": [{"dir": "a"}, {"dir": "b"}], "cells": [], "base_lr": "3e-05"}))
+    before = committed.read_bytes()
+    runs = tmp_path / "runs"
+    fake_run(runs, "dataset=sst2,graph=complete,seed=0", ["dataset=sst2", "graph=complete", "seed=0"], 0.91)
+    for where in (tmp_path / "nowhere", runs):  # missing, and a folder of fewer runs
+        with pytest.raises(SystemExit, match=r"holds [01] runs, .*pretrained_graphs.json 2: add --table-only"):
+            pg.main(["--runs", str(where), "--out", str(out), "--figures", str(out)])
+    assert committed.read_bytes() == before
+    assert sorted(p.name for p in out.iterdir()) == ["pretrained_graphs.json"]
+
+
 @pytest.mark.parametrize(
     ("other_val", "verdict"), [(0.85, "the recipe's 3e-05 is the best"), (0.90, "5e-05 is better")]
 )

@@ -46,6 +46,29 @@ def test_empty_directory_is_an_error(tmp_path, capsys):
     assert main([str(tmp_path / "missing")]) == 2
 
 
+def test_fewer_run_directories_keep_the_committed_table(tmp_path):
+    """Drawing a table from run directories over one whose first line states more runs (a checkout without some
+    of them) would write it over with fewer: it stops with one line naming the fix and leaves the table as it
+    was. A table without that line (make report) is drawn again as before."""
+    runs = tmp_path / "runs"
+    for name, acc in (("a", 0.75), ("b", 0.5), ("c", 0.7)):
+        write_run(runs, name, "transformer", "complete", acc)
+    table = tmp_path / "heads.md"
+    assert main([str(runs), "--out", str(table), "--command", "make experiment E=heads"]) == 0
+    before = table.read_bytes()
+    assert "(3 runs, " in before.decode().splitlines()[0]
+    for name in ("a", "b"):
+        (runs / name / "results.json").unlink()
+    with pytest.raises(SystemExit, match=r"holds 1 runs, .*heads.md 3: .*E=heads ARGS='--table-only'"):
+        main([str(runs), "--out", str(table), "--command", "make experiment E=heads"])
+    assert table.read_bytes() == before
+    report = tmp_path / "results.md"  # no '(N runs' line: nothing to keep
+    write_run(runs, "d", "gat", "tree", 0.75)
+    assert main([str(runs), "--out", str(report)]) == 0
+    (runs / "d" / "results.json").unlink()
+    assert main([str(runs), "--out", str(report)]) == 0
+
+
 def write_curve(root, name, model, graph, seed, losses, accs):
     """A run with a ``metrics.csv`` and the overrides that name its cell."""
     write_run(root, name, model, graph, accs[-1])

@@ -271,10 +271,11 @@ def test_a_checkout_without_the_runs_keeps_its_committed_table(tmp_path, monkeyp
     out.mkdir()
     committed = out / "soft_syntax.json"
     committed.write_text(json.dumps({"runs": [{"dir": "a"}, {"dir": "b"}], "cells": []}))
+    before = committed.read_bytes()
     runs = tmp_path / "runs"
     fake_run(runs, [*BIAS, "model.structure_bias_lr_scale=100", "seed=0"], 0.97)  # 1 of the 2 committed
     for where in (tmp_path / "nowhere", runs):  # missing, and a folder of fewer runs
         with pytest.raises(SystemExit, match=r"holds \d runs, .* 2: add --table-only"):
             ss.main(["--runs", str(where), "--out", str(out), "--time", "sst_binary"])
-    assert json.loads(committed.read_text())["runs"] == [{"dir": "a"}, {"dir": "b"}]
+    assert committed.read_bytes() == before
     assert sorted(p.name for p in out.iterdir()) == ["soft_syntax.json"]
