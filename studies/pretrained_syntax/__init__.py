@@ -1232,7 +1232,11 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--tree-val-sentences", type=int, default=300, help="tree choices on this many dev sentences (0: all)"
     )
-    parser.add_argument("--out", default="docs/results", help="where NAME.json goes")
+    parser.add_argument(
+        "--out",
+        default="outputs/pretrained_syntax",
+        help="where NAME.json goes (default outputs/pretrained_syntax; make pretrained_syntax writes docs/results)",
+    )
     parser.add_argument("--figures", help="where NAME_relations.png and NAME_example.png go (default: --out)")
     parser.add_argument("--name", default="pretrained_syntax", help="the file stem of the json and figures")
     parser.add_argument("--report", help="skip the analysis: write --md from this json (and --beside jsons)")
