@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from data.graph_dataset import split_fingerprint
 from engine.io import write_json
 from tools.common import Run, output_dir, pyplot, run_parser
 from tools.replay import Table
@@ -98,7 +99,8 @@ def _hits(pick: torch.Tensor, dst, relation: torch.Tensor, n: int) -> torch.Tens
 
 
 def head_scores(attn: torch.Tensor, src, dst, parent, is_token) -> dict[str, torch.Tensor]:
-    """Per head (H,) sums and counts for one layer of one batch; ``attn`` is (E, H)."""
+    """Per head (H,) sums and counts for one layer of one batch; ``attn`` is (E, H). ``parent_node`` (N, H) is
+    not a sum: which tokens' picked token is their parent, for the per-example counts."""
     n = len(parent)
     tree_edge = ((parent[dst] == src) | (parent[src] == dst)) & (src != dst)  # (E,)
     mass = torch.zeros(n, attn.shape[1]).index_add_(0, dst, attn * tree_edge[:, None])  # (N, H)
@@ -108,10 +110,12 @@ def head_scores(attn: torch.Tensor, src, dst, parent, is_token) -> dict[str, tor
     has_parent = is_token & (parent >= 0)
     children = torch.zeros(n, dtype=torch.long).index_add_(0, parent.clamp(min=0), has_parent.long())
     has_child = is_token & (children > 0)
+    parent_node = _hits(pick, dst, parent[dst] == src, n) & has_parent[:, None]  # (N, H)
     return {
+        "parent_node": parent_node,
         "mass": mass[is_token & has_nbr].sum(0),
         "mass_n": (is_token & has_nbr).sum(),
-        "parent": _hits(pick, dst, parent[dst] == src, n)[has_parent].sum(0),
+        "parent": parent_node.sum(0),
         "parent_n": has_parent.sum(),
         "child": _hits(pick, dst, parent[src] == dst, n)[has_child].sum(0),
         "child_n": has_child.sum(),
@@ -200,6 +204,12 @@ def offset_baselines(heads: list[list[int]]) -> dict:
     }
 
 
+def offset_hits(heads: list[list[int]], offset: int) -> list[int]:
+    """Per example: how many of its tokens with a parent have it at ``i + offset`` (the best fixed offset's hits,
+    example by example, to pair with a head's)."""
+    return [sum(1 for i, p in enumerate(h) if p >= 0 and i + offset == p) for h in heads]
+
+
 @torch.no_grad()
 def analyse(
     run: Run, split: str = "test", max_examples: int | None = 1000, batch_size: int = 128, tree: str = "dep"
@@ -219,6 +229,7 @@ def analyse(
     heads = ds[column]
     pairs = [sister_pairs(p, len(t)) for p, t in zip(heads, ds["tokens"])] if tree == "gold" else None
     totals: dict[str, torch.Tensor] = {}
+    by_example: list[torch.Tensor] = []  # (B, layers, H) per batch: each example's parents found, per head
     correct = start = 0
     for g, y in run.batches(ds, batch_size):
         records.clear()
@@ -231,14 +242,21 @@ def analyse(
             offsets = torch.cat([torch.zeros(1, dtype=torch.long), g.batch_num_nodes().cumsum(0)[:-1]])
             keys = [(i + o) * g.num_nodes() + j + o for o, ps in zip(offsets.tolist(), pairs[start:]) for i, j in ps]
             related = torch.isin(dst * g.num_nodes() + src, torch.tensor(keys, dtype=torch.long))
+        graph_of = torch.repeat_interleave(torch.arange(g.batch_size), g.batch_num_nodes())
+        found = []
         for layer, attn in enumerate(records):
             scores = (
                 head_scores(attn, src, dst, parent, is_token)
                 if tree == "dep"
                 else related_scores(attn, src, dst, related, is_token)
             )
+            if "parent_node" in scores:
+                hits = scores.pop("parent_node").float()
+                found.append(torch.zeros(g.batch_size, hits.shape[1]).index_add_(0, graph_of, hits))
             for key, value in scores.items():
                 totals[(layer, key)] = totals.get((layer, key), 0) + value
+        if found:
+            by_example.append(torch.stack(found, 1))
         start += g.batch_size
     layers = len(records)
 
@@ -255,6 +273,18 @@ def analyse(
         ((ly, hd) for ly in range(layers) for hd in range(len(hits[first][0]))),
         key=lambda lh: hits[first][lh[0]][lh[1]],
     )
+    per_example = {}
+    if tree == "dep":  # kept whole here; main keeps the chosen head's column only (choose_on, per_example_of)
+        off = offset_baselines(heads)["parent"]["offset"]
+        labels = ds["label"] if "label" in ds.column_names else [0] * len(ds)
+        per_example = {
+            "per_example": {
+                "fingerprint": split_fingerprint(ds["tokens"], labels),
+                "parents": [sum(1 for p in h if p >= 0) for h in heads],
+                "offset_hits": offset_hits(heads, off),
+                "head_hits": torch.cat(by_example).round().long().tolist(),  # (examples, layers, heads)
+            }
+        }
     return {
         "checkpoint": str(run.path),
         "model": run.config["model"]["name"],
@@ -272,7 +302,20 @@ def analyse(
             ({"layer": ly + 1, "head": hd + 1, "mass": m} for ly, row in enumerate(mass) for hd, m in enumerate(row)),
             key=lambda d: d["mass"],
         ),
+        **per_example,
     }
+
+
+def per_example_of(result: dict) -> dict:
+    """``result`` with its per-example counts cut to the chosen parent head's column: ``head_hits`` becomes one
+    count per example (that head's parents found), beside ``parents`` and ``offset_hits``, so that
+    ``seeds_verdict`` can pair the head with the best fixed offset example by example."""
+    kept = result.get("per_example")
+    if not kept or not isinstance(kept["head_hits"][0], list):
+        return result
+    best = result["best_parent_head"]
+    ly, hd = best["layer"] - 1, best["head"] - 1
+    return {**result, "per_example": {**kept, "head_hits": [row[ly][hd] for row in kept["head_hits"]]}}
 
 
 def choose_on(chosen: dict, reported: dict, choose_split: str) -> dict:
@@ -510,6 +553,7 @@ def main(argv=None) -> int:
             result = choose_on(chosen, result, args.choose_on)
         else:
             result["chosen_on"] = args.split
+        result = per_example_of(result)
         out = output_dir(args, run, "syntax")
         write_json(out / "syntax.json", result)
         print(format_report(result))

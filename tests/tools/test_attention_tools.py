@@ -2,12 +2,14 @@
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
 from data.graphs import GraphConstruction
 from studies import attention_syntax, prune_heads
 from tests.conftest import compose_config
+from tools import stats
 from train import run
 
 
@@ -138,3 +140,72 @@ def test_analysis_tools_refuse_models_without_attention(tmp_path, capsys):
     assert prune_heads.main([str(tmp_path / "run")]) == 2
     assert "no attention heads" in capsys.readouterr().err
     assert prune_heads.main([str(tmp_path / "missing")]) == 2
+
+
+def test_offset_hits_count_each_examples_parents_at_the_offset():
+    heads = [[-1, 0, 0], [-1, 0, 1], [1, -1]]
+    assert attention_syntax.offset_hits(heads, -1) == [1, 2, 0]
+    assert attention_syntax.offset_hits(heads, 1) == [0, 0, 1]
+
+
+def test_the_syntax_file_keeps_the_chosen_heads_hits_example_by_example(trained_attention, tmp_path):
+    """Summed over the examples, the chosen head's hits and the offset's are the accuracies the file reports."""
+    assert attention_syntax.main([str(trained_attention), "--out", str(tmp_path), "--max-examples", "40"]) == 0
+    r = json.loads((tmp_path / "syntax.json").read_text())
+    kept = r["per_example"]
+    assert len(kept["parents"]) == len(kept["head_hits"]) == len(kept["offset_hits"]) == 40
+    assert all(isinstance(h, int) and 0 <= h <= n for h, n in zip(kept["head_hits"], kept["parents"]))
+    tokens = sum(kept["parents"])
+    assert sum(kept["head_hits"]) / tokens == pytest.approx(r["best_parent_head"]["acc"], abs=1e-6)
+    assert sum(kept["offset_hits"]) / tokens == pytest.approx(r["offset_baselines"]["parent"]["acc"], abs=1e-6)
+    assert len(kept["fingerprint"]) == 16
+
+
+def _seed(hits, parents, offset_hits, chosen_on="val", fingerprint="f" * 16):
+    tokens = sum(parents)
+    return {
+        "split": "test",
+        "chosen_on": chosen_on,
+        "best_parent_head": {"layer": 1, "head": 1, "acc": sum(hits) / tokens},
+        "offset_baselines": {"parent": {"offset": -1, "acc": sum(offset_hits) / tokens}},
+        "per_example": {"fingerprint": fingerprint, "parents": parents, "offset_hits": offset_hits, "head_hits": hits},
+    }
+
+
+def test_seeds_verdict_pairs_the_heads_with_the_offset_over_examples():
+    from studies.attention_syntax.seeds import seeds_verdict
+
+    rng = np.random.default_rng(0)
+    parents = rng.integers(5, 30, size=400).tolist()
+    offset = [int(rng.binomial(n, 0.2)) for n in parents]
+    # each seed's head finds what the offset finds and one parent more in a third of the examples: a gain that is
+    # small beside the examples' own spread, but the same example by example
+    seeds = [[o + int(rng.random() < 1 / 3) for o in offset] for _ in range(3)]
+    v = seeds_verdict([_seed(s, parents, offset) for s in seeds])
+    tokens = sum(parents)
+    gain = np.mean([sum(s) for s in seeds]) / tokens - sum(offset) / tokens
+    assert v["diff"] == pytest.approx(gain) and v["rule"] == "paired" and v["verdict"] == "A higher"
+    assert v["examples"] == 400 and v["tokens_with_a_parent"] == tokens
+    # unpaired, each side's binomial error over the tokens would hide a gain this size
+    unpaired = stats.compare(
+        stats.Cell([sum(s) / tokens for s in seeds], n=len(parents)),
+        stats.Cell([sum(offset) / tokens], n=len(parents), deterministic=True),
+    )
+    assert unpaired.verdict == stats.LEVEL_ANSWER
+    # heads that find exactly the offset's parents: nothing to find
+    assert seeds_verdict([_seed(offset, parents, offset)] * 3)["verdict"] == stats.LEVEL_ANSWER
+
+
+def test_seeds_verdict_refuses_heads_chosen_on_test_and_seeds_on_other_examples():
+    from studies.attention_syntax.seeds import main, seeds_verdict
+
+    parents, offset = [3, 4, 5], [1, 1, 1]
+    good = _seed([2, 2, 2], parents, offset)
+    with pytest.raises(ValueError, match="chosen on test"):
+        seeds_verdict([good, _seed([2, 2, 2], parents, offset, chosen_on="test")])
+    with pytest.raises(ValueError, match="other examples"):
+        seeds_verdict([good, _seed([2, 2, 2], parents, offset, fingerprint="0" * 16)])
+    old = {k: v for k, v in good.items() if k != "per_example"}
+    with pytest.raises(ValueError, match="no per-example counts"):
+        seeds_verdict([good, old])
+    assert main(["/nonexistent/folder", "--out", "/tmp/never-written.json"]) == 2
