@@ -85,3 +85,15 @@ def keep_committed(committed: str | os.PathLike, found: int, where: str | os.Pat
     kept = runs_committed(committed)
     if found < kept:
         raise SystemExit(f"error: {where} holds {found} runs, {committed} {kept}: {fix}")
+
+
+def keep_study_runs(out: str | os.PathLike, runs: str | os.PathLike, experiment: str) -> None:
+    """``keep_committed`` for a study that draws ``<out>/<experiment>.json`` from the run folder ``runs`` and has a
+    ``--table-only`` switch that draws it from the committed runs instead."""
+    keep_committed(
+        Path(out) / f"{experiment}.json",
+        runs_in(runs),
+        runs,
+        "add --table-only to draw the table from the committed runs "
+        f"(or train the missing ones: make experiment E={experiment} ARGS=--missing)",
+    )

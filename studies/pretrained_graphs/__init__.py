@@ -562,19 +562,13 @@ def main(argv=None) -> int:
         help="no run directories: the table and the verdicts again from the committed <out>/pretrained_graphs.json",
     )
     args = parser.parse_args(argv)
-    from engine.io import keep_committed, runs_in, write_json
+    from engine.io import keep_study_runs, write_json
 
     if args.table_only:
         data = json.loads((args.out / f"{EXPERIMENT}.json").read_text())
         data.pop("comparisons", None)
     else:  # a checkout without the run directories: no table of fewer runs over the committed one
-        keep_committed(
-            args.out / f"{EXPERIMENT}.json",
-            runs_in(args.runs),
-            args.runs,
-            "add --table-only to draw the table from the committed runs "
-            f"(or train the missing ones: make experiment E={EXPERIMENT} ARGS=--missing)",
-        )
+        keep_study_runs(args.out, args.runs, EXPERIMENT)
         if not args.no_transfer and args.runs.is_dir():
             score_transfer(args.runs, args.sst_dir)
         data = build(args.runs, args.conf)

@@ -577,17 +577,11 @@ def main(argv=None) -> int:
         help="no run directories: the table and the verdicts again from the committed <out>/soft_syntax.json",
     )
     args = parser.parse_args(argv)
-    from engine.io import keep_committed, runs_in, write_json
+    from engine.io import keep_study_runs, write_json
 
     timing = args.out / f"{EXPERIMENT}_time.json"
     if not args.table_only:  # a checkout without the run directories: no table of fewer runs over the committed one
-        keep_committed(
-            args.out / f"{EXPERIMENT}.json",
-            runs_in(args.runs),
-            args.runs,
-            "add --table-only to draw the table from the committed runs "
-            f"(or train the missing ones: make experiment E={EXPERIMENT} ARGS=--missing)",
-        )
+        keep_study_runs(args.out, args.runs, EXPERIMENT)
     if args.time:
         folder = {"sst_binary": "sst", "sst": "sst", "trec": "trec"}.get(args.time, args.time)
         measured = measure_time(args.time, args.data_dir or f"../shared/data/{folder}")
