@@ -59,20 +59,23 @@ def write_csv(path: str | os.PathLike, rows: list[dict], fieldnames: list[str] |
 
 
 def runs_in(folder: str | os.PathLike) -> int:
-    """The run directories a sweep folder holds (each with the ``.hydra/`` train.py leaves); 0 when it is missing."""
+    """The finished runs a sweep folder holds (each with the ``results.json`` train.py writes at its end; a run
+    still training, or one that crashed, has only ``.hydra/``); 0 when the folder is missing."""
     folder = Path(folder)
-    return sum(1 for _ in folder.glob("*/.hydra")) if folder.is_dir() else 0
+    return sum(1 for _ in folder.glob("*/results.json")) if folder.is_dir() else 0
 
 
 def runs_committed(path: str | os.PathLike) -> int:
-    """The runs a committed results file holds: a JSON's ``runs`` list, or the ``(N runs, ...)`` that the first
-    line of a ``tools.results_table`` table states; 0 when the file is missing or says none."""
+    """The finished runs a committed results file holds: a JSON's ``runs`` list (less those marked
+    ``"finished": false``), or the ``(N runs, ...)`` that the first line of a ``tools.results_table`` table states;
+    0 when the file is missing or says none."""
     path = Path(path)
     if not path.is_file():
         return 0
     if path.suffix == ".json":
         data = json.loads(path.read_text())
-        return len(data.get("runs", [])) if isinstance(data, dict) else 0
+        runs = data.get("runs", []) if isinstance(data, dict) else []
+        return sum(1 for r in runs if not (isinstance(r, dict) and r.get("finished") is False))
     first = path.read_text().partition("\n")[0]
     found = re.search(r"\((\d+) runs, ", first) if first.startswith("Produced by ") else None
     return int(found.group(1)) if found else 0
@@ -95,5 +98,5 @@ def keep_study_runs(out: str | os.PathLike, runs: str | os.PathLike, experiment:
         runs_in(runs),
         runs,
         "add --table-only to draw the table from the committed runs "
-        f"(or train the missing ones: make experiment E={experiment} ARGS=--missing)",
+        f"(or train them here first: make experiment E={experiment})",
     )

@@ -181,8 +181,9 @@ def sister_offset_baseline(pairs_per_sentence: list[list[tuple[int, int]]]) -> d
     return {"sister": {"offset": OFFSETS[int(acc.argmax())], "acc": float(acc.max())}}
 
 
-def offset_baselines(heads: list[list[int]]) -> dict:
-    """Position-only predictors: accuracy of "parent = i + k" and "a child = i + k" for each offset k."""
+def offset_baselines(heads: list[list[int]], fixed: dict | None = None) -> dict:
+    """Position-only predictors: accuracy of "parent = i + k" and "a child = i + k", for the offset k that is best
+    here, or for the offsets ``fixed`` names (``{"parent": k, "child": k}``, chosen on another split)."""
     parent_hits, child_hits = np.zeros(len(OFFSETS)), np.zeros(len(OFFSETS))
     n_parent = n_child = 0
     for h in heads:
@@ -198,10 +199,12 @@ def offset_baselines(heads: list[list[int]]) -> dict:
                 n_child += 1
                 child_hits += [i + o in children[i] for o in OFFSETS]
     parent_acc, child_acc = parent_hits / max(1, n_parent), child_hits / max(1, n_child)
-    return {
-        "parent": {"offset": OFFSETS[int(parent_acc.argmax())], "acc": float(parent_acc.max())},
-        "child": {"offset": OFFSETS[int(child_acc.argmax())], "acc": float(child_acc.max())},
-    }
+    fixed = fixed or {}
+    out = {}
+    for name, acc in (("parent", parent_acc), ("child", child_acc)):
+        k = OFFSETS.index(fixed[name]) if name in fixed else int(acc.argmax())
+        out[name] = {"offset": OFFSETS[k], "acc": float(acc[k])}
+    return out
 
 
 def offset_hits(heads: list[list[int]], offset: int) -> list[int]:
@@ -212,8 +215,15 @@ def offset_hits(heads: list[list[int]], offset: int) -> list[int]:
 
 @torch.no_grad()
 def analyse(
-    run: Run, split: str = "test", max_examples: int | None = 1000, batch_size: int = 128, tree: str = "dep"
+    run: Run,
+    split: str = "test",
+    max_examples: int | None = 1000,
+    batch_size: int = 128,
+    tree: str = "dep",
+    offsets: dict | None = None,
 ) -> dict:
+    """Every head's scores on ``split``, beside the best fixed offsets there, or beside ``offsets`` (the offsets
+    chosen on another split: ``{"parent": k, "child": k}``, dep trees only)."""
     if tree not in TREES:
         raise ValueError(f"unknown --tree {tree!r}; valid: {', '.join(TREES)}")
     model = run.model
@@ -274,8 +284,9 @@ def analyse(
         key=lambda lh: hits[first][lh[0]][lh[1]],
     )
     per_example = {}
+    baselines = offset_baselines(heads, offsets) if tree == "dep" else sister_offset_baseline(pairs)
     if tree == "dep":  # kept whole here; main keeps the chosen head's column only (choose_on, per_example_of)
-        off = offset_baselines(heads)["parent"]["offset"]
+        off = baselines["parent"]["offset"]
         labels = ds["label"] if "label" in ds.column_names else [0] * len(ds)
         per_example = {
             "per_example": {
@@ -296,7 +307,8 @@ def analyse(
         "mass_on_tree": mass,
         **hits,
         "uniform_mass_baseline": uniform,
-        "offset_baselines": offset_baselines(heads) if tree == "dep" else sister_offset_baseline(pairs),
+        "offset_baselines": baselines,
+        **({} if offsets else {"offset_chosen_on": split}),  # main names the other split
         f"best_{first[:-4]}_head": {"layer": best[0] + 1, "head": best[1] + 1, "acc": hits[first][best[0]][best[1]]},
         "best_mass_head": max(
             ({"layer": ly + 1, "head": hd + 1, "mass": m} for ly, row in enumerate(mass) for hd, m in enumerate(row)),
@@ -547,11 +559,15 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         run = Run.load(args.run)
-        result = analyse(run, args.split, args.max_examples, tree=args.tree)
-        if args.choose_on != args.split:
+        if args.choose_on != args.split:  # heads and offsets chosen on one split, scored on the other
             chosen = analyse(run, args.choose_on, args.max_examples, tree=args.tree)
+            offsets = {k: v["offset"] for k, v in chosen["offset_baselines"].items()} if args.tree == "dep" else None
+            result = analyse(run, args.split, args.max_examples, tree=args.tree, offsets=offsets)
             result = choose_on(chosen, result, args.choose_on)
+            if offsets:
+                result["offset_chosen_on"] = args.choose_on
         else:
+            result = analyse(run, args.split, args.max_examples, tree=args.tree)
             result["chosen_on"] = args.split
         result = per_example_of(result)
         out = output_dir(args, run, "syntax")

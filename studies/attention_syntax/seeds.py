@@ -10,10 +10,11 @@ per seed: their test scores), cell B the best fixed offset (deterministic: no se
 the same tokens, so the comparison is paired over the test *examples*: the tokens of one expression are not
 independent, and the example is the unit that was sampled.
 
-Token accuracy is a ratio (parents found over tokens with a parent), so each example's score is its hits times
-E / T (E examples, T tokens with a parent): the mean of those scores over the examples is the token accuracy
-exactly, and their spread over the examples is the test-set term the rule needs (the ratio estimator's
-variance, with T held fixed).
+Token accuracy is a ratio, R = (parents found) / (tokens with a parent), and both its numerator and its
+denominator vary with the examples drawn. Each example i (h_i parents found among its t_i) is scored by the
+ratio's linearisation, z_i = R + (h_i - R t_i) / t_mean: the mean of the z_i is R exactly, and their variance over
+the examples is the ratio estimator's (the delta method). Scaling h_i alone by E / T would hold the denominator
+fixed and understate it wherever short and long expressions fare differently, as they do here.
 """
 
 from __future__ import annotations
@@ -29,6 +30,13 @@ from engine.io import write_json
 from tools import stats
 
 COMPARED = "chosen parent head - best fixed offset"
+
+
+def linearised(hits: np.ndarray, parents: np.ndarray) -> np.ndarray:
+    """(rows, examples) scores whose mean over the examples is each row's token accuracy and whose variance over
+    them is that ratio's (module docstring)."""
+    ratio = hits.sum(1, keepdims=True) / parents.sum()
+    return ratio + (hits - ratio * parents) / parents.mean()
 
 
 def seeds_verdict(results: list[dict], names: list[str] | None = None) -> dict:
@@ -54,9 +62,14 @@ def seeds_verdict(results: list[dict], names: list[str] | None = None) -> dict:
             raise ValueError(f"{name} was scored on other examples than {names[0]}: analyse every seed on one split")
     parents = np.asarray(first["parents"], dtype=float)
     examples, tokens = len(parents), parents.sum()
-    scale = examples / tokens  # a score per example whose mean is the token accuracy
-    heads = np.asarray([r["per_example"]["head_hits"] for r in results], dtype=float) * scale
-    offset = np.asarray(first["offset_hits"], dtype=float)[None, :] * scale
+    hits = np.asarray([r["per_example"]["head_hits"] for r in results], dtype=float)
+    for name, r, row in zip(names, results, hits):
+        if len(row) != examples or len(first["offset_hits"]) != examples:
+            raise ValueError(f"{name}: per-example lists of different lengths: analyse it again")
+        if abs(row.sum() / tokens - r["best_parent_head"]["acc"]) > 1e-6:
+            raise ValueError(f"{name}: its per-example hits are not its chosen head's ({r['best_parent_head']})")
+    heads = linearised(hits, parents)
+    offset = linearised(np.asarray(first["offset_hits"], dtype=float)[None, :], parents)
     a = stats.Cell(heads.mean(1), correct=heads, fingerprint=first["fingerprint"])
     b = stats.Cell([offset.mean()], correct=offset, fingerprint=first["fingerprint"], deterministic=True)
     verdict = stats.compare(a, b)
@@ -84,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         results = [json.loads((folder / "syntax.json").read_text()) for folder in args.folders]
         verdict = seeds_verdict(results, [str(folder) for folder in args.folders])
-    except (OSError, ValueError, KeyError) as e:
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     verdict["command"] = "python -m studies.attention_syntax.seeds " + " ".join(

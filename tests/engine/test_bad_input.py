@@ -1,6 +1,7 @@
 """Bad input ends with one line that names the fix, a non-zero exit, and no half-written output."""
 
 import errno
+import json
 import subprocess
 import sys
 
@@ -113,3 +114,23 @@ def test_nan_loss_stops_with_the_step_and_keeps_the_last_good_checkpoint(tmp_pat
     monkeypatch.undo()
     assert load_checkpoint(tmp_path / "checkpoints" / "last.pt")["epoch"] == 1
     assert not (tmp_path / "results.json").exists()
+
+
+def test_only_finished_runs_count_against_a_committed_results_file(tmp_path):
+    """A run still training (or crashed) has .hydra/ but no results.json: it must not stand in for a finished
+    committed run, or a half-trained folder would replace the committed table."""
+    from engine.io import keep_committed, runs_committed, runs_in
+
+    runs = tmp_path / "runs"
+    for name, finished in (("a", True), ("b", False)):
+        (runs / name / ".hydra").mkdir(parents=True)
+        if finished:
+            (runs / name / "results.json").write_text("{}")
+    assert runs_in(runs) == 1 and runs_in(tmp_path / "missing") == 0
+    committed = tmp_path / "t.json"
+    committed.write_text(json.dumps({"runs": [{"dir": "a"}, {"dir": "b"}, {"dir": "c", "finished": False}]}))
+    assert runs_committed(committed) == 2
+    with pytest.raises(SystemExit, match=r"holds 1 runs, .*t\.json 2: add --table-only"):
+        keep_committed(committed, runs_in(runs), runs, "add --table-only")
+    (runs / "b" / "results.json").write_text("{}")
+    keep_committed(committed, runs_in(runs), runs, "add --table-only")  # as many finished: goes on

@@ -73,6 +73,12 @@ def test_offset_baselines():
     r = attention_syntax.offset_baselines([[-1, 0, 0], [-1, 0, 1]])
     assert r["parent"] == {"offset": -1, "acc": 0.75}  # 3 of the 4 parents sit just before
     assert r["child"] == {"offset": 1, "acc": 1.0}
+    # offsets chosen on another split are scored here, not chosen again
+    fixed = attention_syntax.offset_baselines([[-1, 0, 0], [-1, 0, 1]], {"parent": -2, "child": 2})
+    assert fixed["parent"] == {"offset": -2, "acc": 0.25} and fixed["child"] == {
+        "offset": 2,
+        "acc": pytest.approx(1 / 3),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -209,3 +215,19 @@ def test_seeds_verdict_refuses_heads_chosen_on_test_and_seeds_on_other_examples(
     with pytest.raises(ValueError, match="no per-example counts"):
         seeds_verdict([good, old])
     assert main(["/nonexistent/folder", "--out", "/tmp/never-written.json"]) == 2
+
+
+def test_the_test_term_is_the_ratios_variance_over_examples_drawn_again():
+    """Short expressions fare far better than long ones: holding the token count fixed would understate the test
+    term. The rule's term must match the variance of (head - offset) token accuracy over examples drawn again."""
+    from studies.attention_syntax.seeds import seeds_verdict
+
+    rng = np.random.default_rng(1)
+    parents = rng.integers(1, 40, size=600)
+    head = np.where(parents <= 4, parents, rng.binomial(parents, 0.15))  # short ones: every parent found
+    offset = rng.binomial(parents, 0.2)
+    v = seeds_verdict([_seed(head.tolist(), parents.tolist(), offset.tolist())] * 3)  # no seed spread
+    draws = rng.integers(0, len(parents), size=(4000, len(parents)))
+    boot = (head[draws].sum(1) - offset[draws].sum(1)) / parents[draws].sum(1)
+    assert v["se"] ** 2 == pytest.approx(boot.var(), rel=0.1)  # the seeds add nothing: se^2 is the test term
+    assert v["diff"] == pytest.approx((head.sum() - offset.sum()) / parents.sum())

@@ -51,21 +51,29 @@ def test_neural_syntax_analyses_every_seed_choosing_on_validation(monkeypatch):
 def test_the_command_line_defaults_to_choosing_on_validation(monkeypatch):
     seen = []
 
-    def analyse(run, split, max_examples=None, tree="dep"):
+    def analyse(run, split, max_examples=None, tree="dep", offsets=None):
         seen.append(split)
         raise ValueError("stop after recording the split")
 
     monkeypatch.setattr(attention_syntax.Run, "load", staticmethod(lambda path: object()))
     monkeypatch.setattr(attention_syntax, "analyse", analyse)
     assert attention_syntax.main(["some_run"]) == 2
-    assert seen == ["test"]  # the reported split first; the choice split next (stopped here)
+    assert seen == ["val"]  # the choice split first (its best heads and offsets); the reported split next
     seen.clear()
-    monkeypatch.setattr(attention_syntax, "analyse", lambda run, split, *a, **k: seen.append(split) or {"x": 1})
+    offsets = []
+
+    def analyse_both(run, split, *a, offsets_seen=offsets, **k):
+        seen.append(split)
+        offsets_seen.append(k.get("offsets"))
+        return {"x": 1, "offset_baselines": {"parent": {"offset": -1, "acc": 0.2}, "child": {"offset": 1, "acc": 1.0}}}
+
+    monkeypatch.setattr(attention_syntax, "analyse", analyse_both)
     monkeypatch.setattr(
         attention_syntax, "choose_on", lambda chosen, reported, split: (_ for _ in ()).throw(ValueError(split))
     )
     assert attention_syntax.main(["some_run"]) == 2
-    assert seen == ["test", "val"]
+    assert seen == ["val", "test"]
+    assert offsets == [None, {"parent": -1, "child": 1}]  # test scores the offsets validation chose
 
 
 def test_experiment_then_must_be_lines(tmp_path, monkeypatch):
