@@ -249,8 +249,8 @@ def analyse(
         if tree == "dep":
             parent = parents_of(g, heads[start : start + g.batch_size])
         else:  # the sister pairs of this batch, as keys receiver * N + sender
-            offsets = torch.cat([torch.zeros(1, dtype=torch.long), g.batch_num_nodes().cumsum(0)[:-1]])
-            keys = [(i + o) * g.num_nodes() + j + o for o, ps in zip(offsets.tolist(), pairs[start:]) for i, j in ps]
+            starts = torch.cat([torch.zeros(1, dtype=torch.long), g.batch_num_nodes().cumsum(0)[:-1]])
+            keys = [(i + o) * g.num_nodes() + j + o for o, ps in zip(starts.tolist(), pairs[start:]) for i, j in ps]
             related = torch.isin(dst * g.num_nodes() + src, torch.tensor(keys, dtype=torch.long))
         graph_of = torch.repeat_interleave(torch.arange(g.batch_size), g.batch_num_nodes())
         found = []
