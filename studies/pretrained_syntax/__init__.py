@@ -1254,6 +1254,13 @@ def main(argv=None) -> int:
 
         if args.rejudge and not args.report:
             raise ValueError("--rejudge judges committed JSON again: name it with --report (and --beside)")
+        committed = (Path(__file__).resolve().parents[2] / "docs" / "results").resolve()
+        if args.md and not args.report and Path(args.out).resolve() != committed:
+            if Path(args.md).resolve().is_relative_to(committed):
+                raise ValueError(
+                    f"--md {args.md} would draw a committed page from an analysis saved to {args.out}: "
+                    "add --out docs/results (as make pretrained_syntax does) or write the markdown elsewhere"
+                )
         if args.report:
             results = [json.loads(Path(p).read_text()) for p in [args.report, *args.beside]]
             if args.rejudge:

@@ -557,3 +557,13 @@ def test_fine_tuned_json_fills_its_column():
     header = next(line for line in md.splitlines() if line.startswith("| relation | Clark head"))
     assert header.count("|") == 6 and header.strip().endswith("fine-tuned MiniLM |")
     assert ps.NOT_RUN in ps.markdown([base])
+
+
+def test_a_committed_page_is_not_drawn_from_an_analysis_saved_elsewhere(capsys):
+    """--md under docs/results with the default --out (outputs/) would replace the committed page with a
+    random model's analysis: refused with one line, before any model or data is loaded."""
+    page = ps.Path(ps.__file__).resolve().parents[2] / "docs" / "results" / "pretrained_syntax.md"
+    before = page.read_bytes()
+    assert ps.main(["--md", str(page), "--data-dir", "/nonexistent"]) == 2  # unguarded: a data error instead
+    assert "add --out docs/results" in capsys.readouterr().err
+    assert page.read_bytes() == before
