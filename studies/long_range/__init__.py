@@ -302,7 +302,26 @@ def chance_markdown(data: dict) -> str:
             f"| {s['set']} | {sum(s['labels'].values())} | {top} | {share:.3f} | {per_label} | {s['made_by']} "
             f"| {s['checked']} |"
         )
+    for s in data["sets"]:
+        if "one_label" in s:
+            lines += one_label_markdown(s["set"], s["one_label"])
     return "\n".join(lines) + "\n"
+
+
+def one_label_markdown(name: str, found: dict) -> list[str]:
+    """The runs right on every expression of one label and on no other (``chance.one_label_runs``)."""
+    lines = [
+        "",
+        f"## Runs that answer one label on the {name} set",
+        "",
+        f"Of the {found['records']} recorded runs scored on the {name} set (their test predictions' fingerprint), "
+        f"{len(found['runs'])} are right on every expression of one label and on no other, as a model that always "
+        "answers that label is.",
+    ]
+    if found["runs"]:
+        lines += ["", "| experiment | run | label | test accuracy |", "|---|---|---|---|"]
+        lines += [f"| {r['experiment']} | {r['run']} | {r['label']} | {r['test_acc']:.4f} |" for r in found["runs"]]
+    return lines
 
 
 # the tables tools.check_docs replays: from the JSON that --out writes beside each

@@ -16,6 +16,9 @@ kept before anything is written:
                     ``dataset=listops_full``), composed as ``experiment=graph_choice_depth`` composes them, and
                     checked against the split fingerprint that each of docs/results/runs/graph_choice_depth.jsonl's
                     records kept with its test predictions (tokens and label of every example, in order).
+                    Every record of docs/results/runs/ scored on that split is then read for runs right on
+                    every expression of one label and on no other, as a model that always answers that label
+                    is (``one_label_runs``: a run that learned only the label counts, or less).
 
 Always answering a set's most frequent label scores that label's share of the set: the accuracy to beat
 before a model is said to have learned more than the label counts.
@@ -29,6 +32,8 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from engine.evaluation import length_bucket
 from studies.long_range import CHANCE, LRA, ROOT, SETS, chance_markdown
 
@@ -37,6 +42,7 @@ LONG_TRAIN_RECORDS = Path("docs/results/runs/long_train.jsonl")
 LENGTHS = Path("docs/results/long_range_lengths.json")
 ESSAY_RECORDS = Path("docs/results/runs/graph_choice_depth.jsonl")  # full-scale runs that kept the fingerprint
 ESSAY_EXPERIMENT = "graph_choice_depth"
+RUNS = Path("docs/results/runs")  # every experiment's records (one_label_runs reads those scored on the essay split)
 NUM = 1000  # expressions per studies.long_range set (its --num, as the committed table was scored)
 
 
@@ -152,8 +158,45 @@ def essay_sets(root: Path) -> list[dict]:
             "made_by": f"scale=full's test split (experiment={ESSAY_EXPERIMENT}; every full-scale essay experiment's)",
             "labels": counts(column(test, "label")),
             "checked": f"{ESSAY_RECORDS} ({kept} records), the split's {checked}",
+            "one_label": one_label_runs(root, column(test, "label"), made),
         }
     ]
+
+
+def one_label_runs(root: Path, labels, fingerprint: str) -> dict:
+    """Which runs of ``docs/results/runs/*.jsonl`` scored on this split are right on every example of one label
+    and on no other: what always answering that label scores, example by example. ``{"records": how many were
+    read, "runs": [{experiment, run, label, test_acc}], "counts": {experiment: runs}}``."""
+    from engine.predictions import decode_correct
+
+    labels = np.asarray([int(label) for label in labels])
+    read, runs = 0, []
+    for path in sorted((root / RUNS).glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            record = json.loads(line) if line.strip() else {}
+            scored = record.get("test_predictions")
+            if not scored or scored.get("fingerprint") != fingerprint:
+                continue
+            read += 1
+            correct = decode_correct(scored)
+            if len(correct) != len(labels):
+                raise SystemExit(f"error: {path}: a record holds {len(correct)} test predictions for {len(labels)} examples")
+            for label in np.unique(labels):
+                if np.array_equal(correct, labels == label):
+                    overrides = [o for o in record.get("overrides", []) if not o.startswith("experiment=")]
+                    runs.append(
+                        {
+                            "experiment": path.stem,
+                            "run": " ".join(overrides),
+                            "label": int(label),
+                            "test_acc": record.get("test_acc"),
+                        }
+                    )
+    return {
+        "records": read,
+        "runs": runs,
+        "counts": dict(collections.Counter(r["experiment"] for r in runs)),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -333,6 +333,7 @@ def test_the_essay_test_set_is_checked_example_by_example_against_its_records(tm
     import datasets
 
     from data.graph_dataset import split_fingerprint
+    from studies import long_range
     from studies.long_range import chance
 
     test = datasets.Dataset.from_dict({"tokens": [["[MAX", "2", "3", "]"], ["4"], ["9"]], "label": [3, 4, 9]})
@@ -349,6 +350,22 @@ def test_the_essay_test_set_is_checked_example_by_example_against_its_records(tm
     (made,) = chance.essay_sets(tmp_path)
     assert made["labels"] == {str(k): int(k in (3, 4, 9)) for k in range(10)}
     assert scored["fingerprint"] in made["checked"] and "(1 records)" in made["checked"]
+    assert made["one_label"] == {"records": 1, "runs": [], "counts": {}}  # right on the 3 and the 9 (0b101, "oA=="): two labels
+    fours = {"n": 3, "fingerprint": scored["fingerprint"], "correct": "QA=="}  # 0b010: right on the 4 only
+    other_set = dict(fours, fingerprint="f" * 16)  # another split's record is not read
+    (tmp_path / chance.RUNS / "training.jsonl").write_text(
+        "\n".join(json.dumps(r) for r in [
+            {"overrides": ["experiment=training", "model.norm=post", "seed=1"], "test_acc": 1 / 3, "test_predictions": fours},
+            {"test_predictions": other_set},
+            {"test_acc": 0.5},
+        ]) + "\n"
+    )
+    (made,) = chance.essay_sets(tmp_path)
+    run = {"experiment": "training", "run": "model.norm=post seed=1", "label": 4, "test_acc": 1 / 3}
+    assert made["one_label"] == {"records": 2, "runs": [run], "counts": {"training": 1}}
+    page = "\n".join(long_range.one_label_markdown("essay suite test", made["one_label"]))
+    assert "Of the 2 recorded runs" in page and "| training | model.norm=post seed=1 | 4 | 0.3333 |" in page
+    (tmp_path / chance.RUNS / "training.jsonl").unlink()
     reordered = test.select([1, 0, 2])  # the same examples in another order are another split
     monkeypatch.setattr(chance, "experiment_splits", lambda root, experiment: {"test": reordered})
     with pytest.raises(SystemExit, match="not the set scored"):
