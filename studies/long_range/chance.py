@@ -180,7 +180,9 @@ def one_label_runs(root: Path, labels, fingerprint: str) -> dict:
             read += 1
             correct = decode_correct(scored)
             if len(correct) != len(labels):
-                raise SystemExit(f"error: {path}: a record holds {len(correct)} test predictions for {len(labels)} examples")
+                raise SystemExit(
+                    f"error: {path}: a record holds {len(correct)} test predictions for {len(labels)} examples"
+                )
             for label in np.unique(labels):
                 if np.array_equal(correct, labels == label):
                     overrides = [o for o in record.get("overrides", []) if not o.startswith("experiment=")]

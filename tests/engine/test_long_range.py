@@ -350,15 +350,24 @@ def test_the_essay_test_set_is_checked_example_by_example_against_its_records(tm
     (made,) = chance.essay_sets(tmp_path)
     assert made["labels"] == {str(k): int(k in (3, 4, 9)) for k in range(10)}
     assert scored["fingerprint"] in made["checked"] and "(1 records)" in made["checked"]
-    assert made["one_label"] == {"records": 1, "runs": [], "counts": {}}  # right on the 3 and the 9 (0b101, "oA=="): two labels
+    # right on the 3 and the 9 (0b101, "oA=="): two labels, so not one label's answer
+    assert made["one_label"] == {"records": 1, "runs": [], "counts": {}}
     fours = {"n": 3, "fingerprint": scored["fingerprint"], "correct": "QA=="}  # 0b010: right on the 4 only
     other_set = dict(fours, fingerprint="f" * 16)  # another split's record is not read
     (tmp_path / chance.RUNS / "training.jsonl").write_text(
-        "\n".join(json.dumps(r) for r in [
-            {"overrides": ["experiment=training", "model.norm=post", "seed=1"], "test_acc": 1 / 3, "test_predictions": fours},
-            {"test_predictions": other_set},
-            {"test_acc": 0.5},
-        ]) + "\n"
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {
+                    "overrides": ["experiment=training", "model.norm=post", "seed=1"],
+                    "test_acc": 1 / 3,
+                    "test_predictions": fours,
+                },
+                {"test_predictions": other_set},
+                {"test_acc": 0.5},
+            ]
+        )
+        + "\n"
     )
     (made,) = chance.essay_sets(tmp_path)
     run = {"experiment": "training", "run": "model.norm=post seed=1", "label": 4, "test_acc": 1 / 3}
