@@ -181,7 +181,7 @@ if summary.is_file():
     print(f"--- {summary.relative_to(ROOT)} ---")
     print(summary.read_text().strip())
 else:
-    print(f"{summary.relative_to(ROOT)} does not exist yet: run `make bench` (about 7 minutes on 2 CPU cores)")
+    print(f"{summary.relative_to(ROOT)} does not exist yet: run `make bench` (minutes on 2 CPU cores)")
 
 # %% [markdown]
 # ## What to take away
