@@ -146,12 +146,18 @@ def same(written: str, value: str | int | float) -> bool:
     )
 
 
+PRODUCED = re.compile(r"\((\d+) runs, (\d+(?:\.\d+)?) h of training\)")  # tools.results_table's first line
+PRODUCED_KEYS = ("runs", "training hours")
+
+
 def resolve(spec: str, page: str, pair: bool = False) -> tuple[list[str], str]:
     """The numbers a reference names, and where: ``FILE > [TABLE TITLE >] ROW > COLUMN[@k]`` for a cell of
     a markdown table (``@k``: its k-th number, from 0, else its first; ``ROW`` may name the leading cells of
     a row, ``;`` between them; ``pair``: a "mean ± std" is written before the reference, so from ``@k`` on
     two numbers), or
-    ``FILE > KEY > KEY ...`` for a value of a JSON file or of a config (``conf/**/*.yaml``)."""
+    ``FILE > KEY > KEY ...`` for a value of a JSON file or of a config (``conf/**/*.yaml``), or
+    ``FILE.md > runs`` / ``FILE.md > training hours`` for the counts of a results table's "Produced by" line
+    (``(39 runs, 0.5 h of training)``, which ``tools.results_table`` writes and ``tools.replay`` checks)."""
     parts = [p.strip() for p in spec.split(">")]
     path = ROOT / parts[0]
     if not path.is_file():
@@ -161,6 +167,11 @@ def resolve(spec: str, page: str, pair: bool = False) -> tuple[list[str], str]:
         return [_number_at(value, parts[1:], parts[0], page)], parts[0]
     if path.suffix == ".jsonl":  # one run's record: its overrides (experiment= left out, ';' between), a key
         return _from_record(path, parts, page), parts[0]
+    if len(parts) == 2 and parts[1] in PRODUCED_KEYS:  # "(39 runs, 0.5 h of training)": a results page's first line
+        m = PRODUCED.search(path.read_text())
+        if not m:
+            raise Problem(f"{page}: {parts[0]} says nowhere '(N runs, X h of training)'")
+        return [m[PRODUCED_KEYS.index(parts[1]) + 1]], f"{parts[0]} ('Produced by' line)"
     if len(parts) not in (3, 4):
         raise Problem(f"{page}: reference {spec!r}: write FILE > [TABLE TITLE >] ROW > COLUMN")
     title, row, col = (parts[1] if len(parts) == 4 else ""), parts[-2], parts[-1]

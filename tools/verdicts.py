@@ -18,7 +18,9 @@ committed per-run data:
 - ``Pretrained(dataset, graph)``: the finished runs of ``docs/results/pretrained_graphs.json`` (MiniLM fine-tuned
   on sentences) on that dataset and graph (N from the runs' ``n_test``);
 
-A ``Family`` judges every pair of a list (the prose's "no two cells differ") and keeps the count of findings.
+A ``Family`` judges every pair of a list (the prose's "no two cells differ") and keeps the count of findings. A
+``Target`` judges one cell against a goal of ``docs/results/targets.json`` by ``tools.stats.against`` (met or missed,
+within or beyond the noise).
 
 Every pair is judged by ``tools.stats.compare``, the repository's one rule (docs/statistics.md): one seed a side is
 not judged; with seeds, each cell's own seed variance over its seeds plus the test-set term, at the two-sided 5%
@@ -37,13 +39,14 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.stats import NOT_JUDGED, Cell, cell_of, compare
+from tools.stats import LEVEL_ANSWER, NOT_JUDGED, Cell, against, cell_of, compare
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = Path("docs/results/verdicts")
 RUNS = "docs/results/runs"
 LENGTHS = "docs/results/long_range_lengths.json"
 PRETRAINED = "docs/results/pretrained_graphs.json"
+TARGETS = "docs/results/targets.json"
 COMMAND = "python -m tools.verdicts"
 STALE = (
     "**docs/results/verdicts.json is stale**: it differs from what the records give; run `python -m tools.verdicts`."
@@ -179,6 +182,18 @@ class Family:
     pairs: tuple[tuple[Records, Records], ...]
 
 
+@dataclass(frozen=True)
+class Target:
+    """One cell against a goal of ``docs/results/targets.json`` (``target``: its name there), judged by
+    ``tools.stats.against``: the same rule with one side (docs/statistics.md, "Against a fixed number")."""
+
+    page: str
+    name: str
+    cell: Records
+    target: str
+    source = TARGETS
+
+
 def every_pair(experiment: str, cells: list[str]) -> tuple[tuple[Records, Records], ...]:
     return tuple((Records(experiment, a), Records(experiment, b)) for a, b in itertools.combinations(cells, 2))
 
@@ -205,6 +220,9 @@ def grid_values(experiment: str, k: int, key: str) -> tuple[str, ...]:
 SYNC = grid_values("sst", 0, "model")  # the synchronous encoders of the SST grids
 SST_GRAPHS = grid_values("sst", 0, "graph")
 SST_CELLS = grid(SYNC, SST_GRAPHS) + grid(grid_values("sst", 1, "model"), grid_values("sst", 1, "graph"))
+TREC_CELLS = grid(grid_values("trec", 0, "model"), grid_values("trec", 0, "graph")) + grid(
+    grid_values("trec", 1, "model"), grid_values("trec", 1, "graph")
+)
 
 
 def tree_vs_complete(experiment: str, trees: tuple[str, ...]) -> tuple[tuple[Records, Records], ...]:
@@ -226,7 +244,7 @@ def R(experiment: str, overrides: str) -> Records:
 
 
 LS = "listops_scale"
-COMPARISONS: list[Comparison | Family] = [
+COMPARISONS: list[Comparison | Family | Target] = [
     # docs/statistics.md: the first full-scale cells that kept their predictions, judged paired and, for contrast,
     # as if they had not
     Comparison("statistics", "graph_choice_depth, 2 tied layers: tree - complete",
@@ -285,6 +303,12 @@ COMPARISONS: list[Comparison | Family] = [
                R("trec", "graph=complete; model=gcn")),
     Comparison("real_sentences", "trec: treelstm dep - transformer complete", R("trec", "graph=dep; model=treelstm"),
                R("trec", "graph=complete; model=transformer")),
+    *(
+        Comparison("real_sentences", f"trec {m}: {g} - none", R("trec", f"graph={g}; model={m}"),
+                   R("trec", f"graph=none; model={m}"))
+        for m in SYNC
+        for g in ("complete", "dep", "window")
+    ),
     # SST-5
     Family("real_sentences", "sst: every pair of cells", every_pair("sst", SST_CELLS)),
     *(
@@ -336,6 +360,26 @@ COMPARISONS: list[Comparison | Family] = [
     ),
     Comparison("real_sentences", "trec transformer none: glove - scratch", R("trec_glove", "graph=none; model=transformer"),
                R("trec", "graph=none; model=transformer")),
+    # GloVe against words learned from scratch, cell by cell: the same grid, config and test set but the embeddings
+    # (TREC-6's GloVe grid also runs at lr 2e-3, the scratch grid at 1e-3)
+    *(
+        Comparison("real_sentences", f"trec transformer {g}: glove - scratch",
+                   R("trec_glove", f"graph={g}; model=transformer"), R("trec", f"graph={g}; model=transformer"))
+        for g in ("complete", "dep", "window")
+    ),
+    Family("real_sentences", "sst_binary: glove - scratch, every cell",
+           tuple((R("sst_binary_glove", c), R("sst_binary", c)) for c in SST_CELLS)),
+    Family("real_sentences", "sst5: glove - scratch, every cell",
+           tuple((R("sst5_glove", c), R("sst", c)) for c in SST_CELLS)),
+    Family("real_sentences", "trec: glove - scratch, every cell",
+           tuple((R("trec_glove", c), R("trec", c)) for c in TREC_CELLS)),
+    # the GloVe targets (docs/results/targets.json), each on the cell chosen on validation
+    Target("real_sentences", "target sst_binary_glove",
+           R("sst_tai_glove", "dataset=sst_binary; trainer.phrase_loss=True"), "sst_binary_glove"),
+    Target("real_sentences", "target sst5_glove", R("sst_tai_glove", "dataset=sst; trainer.phrase_loss=True"),
+           "sst5_glove"),
+    Target("real_sentences", "target trec_glove",
+           R("trec_glove_epochs", "graph=dep; model=treelstm; trainer.max_epochs=30"), "trec_glove"),
 ]  # fmt: skip
 
 
@@ -348,6 +392,9 @@ def sources() -> tuple[str, ...]:
     """Every committed file a cell is read from, in a fixed order."""
     found = set()
     for c in COMPARISONS:
+        if isinstance(c, Target):
+            found |= {c.cell.source, c.source}
+            continue
         pairs = c.pairs if isinstance(c, Family) else ((c.a, c.b),)
         found |= {side.source for pair in pairs for side in pair}
     return tuple(sorted(found))
@@ -375,6 +422,28 @@ def judge(a: Records | Lengths | Pretrained, b: Records | Lengths | Pretrained, 
     return {"a": side(a, ca), "b": side(b, cb), "diff": v.diff, "noise": v.noise, "verdict": v.verdict, "rule": v.rule}
 
 
+def said(v) -> str:
+    """A target's verdict in words: met or missed, within or beyond the noise (one seed: not judged)."""
+    if v.noise is None:
+        return v.verdict
+    return f"{'met' if v.diff >= 0 else 'missed'}, {'within' if v.verdict == LEVEL_ANSWER else 'beyond'} the noise"
+
+
+def judge_target(t: Target, data: dict) -> dict:
+    """One cell against its goal by ``tools.stats.against``: the cell, the goal, cell − goal, its noise, verdict."""
+    cell, goal = t.cell.cell(data), data[t.source][t.target]["target"]
+    v = against(cell, goal)
+    return {
+        "a": side(t.cell, cell),
+        "target": goal,
+        "diff": v.diff,
+        "noise": v.noise,
+        "verdict": v.verdict,
+        "said": said(v),
+        "rule": v.rule,
+    }
+
+
 def family(f: Family, data: dict) -> dict:
     judged = [judge(a, b, data) for a, b in f.pairs]
     findings = [j for j in judged if j["verdict"] in ("A higher", "B higher")]
@@ -382,7 +451,9 @@ def family(f: Family, data: dict) -> dict:
         "pairs": len(judged),
         "not_judged": sum(j["verdict"] == NOT_JUDGED for j in judged),
         "findings": len(findings),
+        "a_higher": sum(j["verdict"] == "A higher" for j in judged),
         "largest_gap": max(abs(j["diff"]) for j in judged),
+        "smallest_gap": min(abs(j["diff"]) for j in judged),
         "smallest_noise": min(j["noise"] for j in judged if j["noise"] is not None),
         "rules": sorted({j["rule"] for j in judged if j["rule"]}),
         "found": [{"a": j["a"]["cell"], "b": j["b"]["cell"], "diff": j["diff"], "noise": j["noise"]} for j in findings],
@@ -393,7 +464,10 @@ def compute(data: dict) -> dict:
     """Every comparison and family of ``COMPARISONS`` judged from ``data`` (``load()``)."""
     pages: dict[str, dict] = {}
     for c in COMPARISONS:
-        pages.setdefault(c.page, {})[c.name] = family(c, data) if isinstance(c, Family) else judge(c.a, c.b, data)
+        if isinstance(c, Target):
+            pages.setdefault(c.page, {})[c.name] = judge_target(c, data)
+        else:
+            pages.setdefault(c.page, {})[c.name] = family(c, data) if isinstance(c, Family) else judge(c.a, c.b, data)
     return {
         "command": COMMAND,
         "rule": "tools.stats.compare (docs/statistics.md)",
@@ -412,7 +486,7 @@ def markdown(result: dict) -> str:
         "# Verdicts the prose pages state",
         "",
         f"Produced by `{result['command']}` from the committed records ({', '.join(f'`{s}`' for s in result['sources'])}). "
-        "Every row is `tools.stats.compare` on its two cells, the rule of [docs/statistics.md](../statistics.md): "
+        "Every comparison is `tools.stats.compare` on its two cells, the rule of [docs/statistics.md](../statistics.md): "
         "one seed a side is not judged; otherwise each cell's own seed variance over its seeds plus the test-set "
         "term, Student's t on the Welch-Satterthwaite degrees of freedom at the two-sided 5% level. `noise` is that "
         "threshold, in points; `rule` names the test-set term: paired (example by example) where every run of both "
@@ -421,8 +495,9 @@ def markdown(result: dict) -> str:
         "cell, B = the second; k = seeds.",
     ]
     for page, rows in result["pages"].items():
-        single = {k: v for k, v in rows.items() if "verdict" in v}
+        single = {k: v for k, v in rows.items() if "verdict" in v and "target" not in v}
         families = {k: v for k, v in rows.items() if "pairs" in v}
+        targets = {k: v for k, v in rows.items() if "target" in v}
         where = page_path(page)
         lines += ["", f"## {page} ([{where}](../{where.removeprefix('docs/')}))", ""]
         if single:
@@ -442,16 +517,33 @@ def markdown(result: dict) -> str:
                 "",
                 "Families: every pair judged the same way; the findings listed.",
                 "",
-                "| family | pairs | not judged | findings | largest gap | smallest noise | rule | found |",
-                "|---|---|---|---|---|---|---|---|",
+                "| family | pairs | not judged | findings | A higher | smallest gap | largest gap | smallest noise | rule "
+                "| found |",
+                "|---|---|---|---|---|---|---|---|---|---|",
             ]
             for name, f in families.items():
                 found = "; ".join(
                     f"{x['a']} − {x['b']} {_pts(x['diff'], True)} (noise {_pts(x['noise'])})" for x in f["found"]
                 )
                 lines.append(
-                    f"| {name} | {f['pairs']} | {f['not_judged']} | {f['findings']} | {_pts(f['largest_gap'])} "
+                    f"| {name} | {f['pairs']} | {f['not_judged']} | {f['findings']} | {f['a_higher']} "
+                    f"| {_pts(f['smallest_gap'])} | {_pts(f['largest_gap'])} "
                     f"| {_pts(f['smallest_noise'])} | {', '.join(f['rules']) or '–'} | {found or '–'} |"
+                )
+        if targets:
+            lines += [
+                "",
+                f"Targets: a cell against a goal of `{TARGETS}` by `tools.stats.against`, the same rule with one side "
+                "(the cell's seed variance over its seeds plus its test term).",
+                "",
+                "| target | cell | k | N | goal | cell − goal | noise | verdict | rule |",
+                "|---|---|---|---|---|---|---|---|---|",
+            ]
+            for name, v in targets.items():
+                a = v["a"]
+                lines.append(
+                    f"| {name} | {a['cell']} | {a['k']} | {a['n']:,} | {_pts(v['target'])} | {_pts(v['diff'], True)} "
+                    f"| {_pts(v['noise'])} | {v['said']} | {v['rule'] or '–'} |"
                 )
     return "\n".join(lines) + "\n"
 
@@ -482,7 +574,8 @@ def main(argv: list[str] | None = None) -> int:
     for page, rows in result["pages"].items():
         for name, v in rows.items():
             if "verdict" in v:
-                print(f"{page:15s} {name:62s} {_pts(v['diff'], True):>6s} noise {_pts(v['noise']):>5s}  {v['verdict']}")
+                verdict = v.get("said", v["verdict"])
+                print(f"{page:15s} {name:62s} {_pts(v['diff'], True):>6s} noise {_pts(v['noise']):>5s}  {verdict}")
             else:
                 print(f"{page:15s} {name:62s} {v['findings']} findings of {v['pairs']} pairs")
     print(f"wrote {OUT}.json and {OUT}.md")

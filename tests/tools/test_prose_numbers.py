@@ -369,3 +369,21 @@ def test_a_reference_to_a_difference_of_two_run_records(tmp_path, monkeypatch):
     page.write_text(f"The seeds spread 1.9 {ref} points.\n")
     (problem,) = check_docs.check_refs()
     assert problem.startswith("README.md:1: says 1.9,") and "has 0.0169" in problem
+
+
+def test_a_reference_to_a_results_pages_runs_and_training_hours(tmp_path, monkeypatch):
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    (tmp_path / "tutorials").mkdir()
+    (tmp_path / "docs" / "results" / "t.md").write_text(
+        "Produced by `make experiment E=t` from `docs/results/runs/t.jsonl` (39 runs, 0.5 h of training).\n\n"
+        "| model | acc |\n|---|---|\n| gat | 0.512 |\n"
+    )
+    page = tmp_path / "README.md"
+    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    ref = "<!-- ref: docs/results/t.md > training hours -->"
+    page.write_text(f"39 <!-- ref: docs/results/t.md > runs --> runs, 0.5 {ref} h of training.\n")
+    assert check_docs.untied() == {} and check_docs.check_refs() == []
+    page.write_text(f"They took 0.9 {ref} h.\n")
+    assert check_docs.check_refs() == ["README.md:1: says 0.9, docs/results/t.md ('Produced by' line) has 0.5"]
+    (tmp_path / "docs" / "results" / "t.md").write_text("| model | acc |\n|---|---|\n| gat | 0.512 |\n")
+    assert check_docs.check_refs() == ["README.md:1: docs/results/t.md says nowhere '(N runs, X h of training)'"]

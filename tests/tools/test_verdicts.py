@@ -184,3 +184,37 @@ def test_pretrained_cells_read_the_finished_runs_of_pretrained_graphs(data, fres
         assert (row["diff"], row["noise"], row["verdict"], row["b"]["k"]) == (v.diff, v.noise, v.verdict, 3)
     with pytest.raises(ValueError, match="no finished run of sst with graph=nowhere"):
         verdicts.Pretrained("sst", "nowhere").cell(data)
+
+
+def test_a_target_row_is_against_on_its_cell_and_the_goal_of_targets_json(fresh):
+    from tools.stats import against
+
+    goals = json.loads((ROOT / "docs/results/targets.json").read_text())
+    checked = 0
+    for t in verdicts.COMPARISONS:
+        if not isinstance(t, verdicts.Target):
+            continue
+        accs, n = seeds_of(t.cell.experiment, t.cell.overrides)
+        v = against(Cell(accs, n=n), goals[t.target]["target"])
+        row = fresh["pages"][t.page][t.name]
+        assert (row["diff"], row["noise"], row["verdict"], row["rule"]) == (v.diff, v.noise, v.verdict, "unpaired")
+        assert row["said"].startswith("met" if v.diff >= 0 else "missed") and ("within" in row["said"]) == (
+            v.verdict == "no difference measurable here"
+        )
+        assert (row["a"]["k"], row["a"]["n"], row["target"]) == (len(accs), n, goals[t.target]["target"])
+        checked += 1
+    assert checked == 3
+    assert "docs/results/targets.json" in verdicts.sources()
+
+
+def test_glove_against_scratch_pairs_the_same_cell_of_two_grids(fresh):
+    for name, glove, scratch in (
+        ("sst_binary: glove - scratch, every cell", "sst_binary_glove", "sst_binary"),
+        ("sst5: glove - scratch, every cell", "sst5_glove", "sst"),
+        ("trec: glove - scratch, every cell", "trec_glove", "trec"),
+    ):
+        fam = next(c for c in verdicts.COMPARISONS if isinstance(c, verdicts.Family) and c.name == name)
+        assert all((a.experiment, b.experiment, a.overrides) == (glove, scratch, b.overrides) for a, b in fam.pairs)
+        row = fresh["pages"]["real_sentences"][name]
+        assert row["pairs"] == len(fam.pairs) == (13 if glove == "trec_glove" else 17)
+        assert row["a_higher"] <= row["findings"] and row["smallest_gap"] <= row["largest_gap"]
