@@ -294,6 +294,13 @@ COMPARISONS: list[Comparison | Family | Target] = [
                Lengths("transformer / complete", "own test 1-100")),
     Comparison("long_range", "LRA 501-1999: complete - bpt", Lengths("transformer / complete", "LRA 501-1999"),
                Lengths("transformer / bpt", "LRA 501-1999")),
+    # trained on short expressions (studies.long_range, LRA's 501-1999 set) against trained on 2,000 long ones
+    # (experiment=long_train, its own test set): two samples of one recipe, so unpaired
+    Comparison("long_range", "501-1999: tree-lstm trained short - trained long",
+               Lengths("treelstm binary / binary_tree", "LRA 501-1999"),
+               R("long_train", "graph=binary_tree; model.cell=binary; model=treelstm")),
+    Comparison("long_range", "501-1999: deep sets trained short - trained long",
+               Lengths("recursive deepsets / tree", "LRA 501-1999"), R("long_train", "graph=tree; model=recursive")),
     # docs/real_sentences.md: TREC-6
     Comparison("real_sentences", "trec transformer: dep - complete", R("trec", "graph=dep; model=transformer"),
                R("trec", "graph=complete; model=transformer")),
@@ -380,6 +387,10 @@ COMPARISONS: list[Comparison | Family | Target] = [
            "sst5_glove"),
     Target("real_sentences", "target trec_glove",
            R("trec_glove_epochs", "graph=dep; model=treelstm; trainer.max_epochs=30"), "trec_glove"),
+    # docs/listops.md: the complete-graph Transformer against the published Transformer (a published mean, no seeds
+    # or test set of its own here)
+    Target("listops", "transformer complete - published transformer", R(LS, "graph=complete; model=transformer"),
+           "listops_transformer_published"),
 ]  # fmt: skip
 
 
