@@ -387,6 +387,9 @@ COMPARISONS: list[Comparison | Family | Target] = [
            "sst5_glove"),
     Target("real_sentences", "target trec_glove",
            R("trec_glove_epochs", "graph=dep; model=treelstm; trainer.max_epochs=30"), "trec_glove"),
+    # docs/real_sentences.md: TREC's best cell from scratch against Kim 2014's CNN over pretrained word vectors
+    Target("real_sentences", "trec: treelstm dep - published cnn", R("trec", "graph=dep; model=treelstm"),
+           "trec_kim_cnn_published"),
     # docs/listops.md: the complete-graph Transformer against the published Transformer (a published mean, no seeds
     # or test set of its own here)
     Target("listops", "transformer complete - published transformer", R(LS, "graph=complete; model=transformer"),
