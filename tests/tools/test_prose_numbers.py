@@ -88,14 +88,17 @@ def test_a_thousands_separator_is_part_of_the_number():
     assert check_docs.numbers("8,164 µs at n = 2,048; seeds 0, 1, 2; −1.5") == ["8164", "2048", "0", "1", "2", "-1.5"]
 
 
-def test_a_reference_to_a_difference_of_two_cells(tmp_path, monkeypatch):
+def _results_page(tmp_path, monkeypatch, text: str):
+    """A repository of one results page, docs/results/t.md holding ``text``; its README, to write prose in."""
     (tmp_path / "docs" / "results").mkdir(parents=True)
     (tmp_path / "tutorials").mkdir()
-    (tmp_path / "docs" / "results" / "t.md").write_text(
-        "| model | tree | complete |\n|---|---|---|\n| gat | 0.625 | 0.478 |\n"
-    )
-    page = tmp_path / "README.md"
+    (tmp_path / "docs" / "results" / "t.md").write_text(text)
     monkeypatch.setattr(check_docs, "ROOT", tmp_path)
+    return tmp_path / "README.md"
+
+
+def test_a_reference_to_a_difference_of_two_cells(tmp_path, monkeypatch):
+    page = _results_page(tmp_path, monkeypatch, "| model | tree | complete |\n|---|---|---|\n| gat | 0.625 | 0.478 |\n")
     ref = "<!-- ref: docs/results/t.md > gat > tree minus docs/results/t.md > gat > complete -->"
     page.write_text(f"The tree wins by 14.7 {ref} points.\n")
     assert check_docs.untied() == {} and check_docs.check_refs() == []
@@ -372,14 +375,12 @@ def test_a_reference_to_a_difference_of_two_run_records(tmp_path, monkeypatch):
 
 
 def test_a_reference_to_a_results_pages_runs_and_training_hours(tmp_path, monkeypatch):
-    (tmp_path / "docs" / "results").mkdir(parents=True)
-    (tmp_path / "tutorials").mkdir()
-    (tmp_path / "docs" / "results" / "t.md").write_text(
+    page = _results_page(
+        tmp_path,
+        monkeypatch,
         "Produced by `make experiment E=t` from `docs/results/runs/t.jsonl` (39 runs, 0.5 h of training).\n\n"
-        "| model | acc |\n|---|---|\n| gat | 0.512 |\n"
+        "| model | acc |\n|---|---|\n| gat | 0.512 |\n",
     )
-    page = tmp_path / "README.md"
-    monkeypatch.setattr(check_docs, "ROOT", tmp_path)
     ref = "<!-- ref: docs/results/t.md > training hours -->"
     page.write_text(f"39 <!-- ref: docs/results/t.md > runs --> runs, 0.5 {ref} h of training.\n")
     assert check_docs.untied() == {} and check_docs.check_refs() == []
