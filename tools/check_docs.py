@@ -146,7 +146,7 @@ def same(written: str, value: str | int | float) -> bool:
     )
 
 
-PRODUCED = re.compile(r"\((\d+) runs, (\d+(?:\.\d+)?) h of training\)")  # tools.results_table's first line
+PRODUCED = re.compile(r"\(([\d,]+) runs, (\d+(?:\.\d+)?) h of training\)")  # tools.results_table's first line
 PRODUCED_KEYS = ("runs", "training hours")
 
 
@@ -168,10 +168,10 @@ def resolve(spec: str, page: str, pair: bool = False) -> tuple[list[str], str]:
     if path.suffix == ".jsonl":  # one run's record: its overrides (experiment= left out, ';' between), a key
         return _from_record(path, parts, page), parts[0]
     if len(parts) == 2 and parts[1] in PRODUCED_KEYS:  # "(39 runs, 0.5 h of training)": a results page's first line
-        m = PRODUCED.search(path.read_text())
+        m = PRODUCED.search(path.read_text().split("\n", 1)[0])  # the first line only: prose below may quote others
         if not m:
             raise Problem(f"{page}: {parts[0]} says nowhere '(N runs, X h of training)'")
-        return [m[PRODUCED_KEYS.index(parts[1]) + 1]], f"{parts[0]} ('Produced by' line)"
+        return [m[PRODUCED_KEYS.index(parts[1]) + 1].replace(",", "")], f"{parts[0]} ('Produced by' line)"
     if len(parts) not in (3, 4):
         raise Problem(f"{page}: reference {spec!r}: write FILE > [TABLE TITLE >] ROW > COLUMN")
     title, row, col = (parts[1] if len(parts) == 4 else ""), parts[-2], parts[-1]

@@ -299,6 +299,9 @@ COMPARISONS: list[Comparison | Family | Target] = [
     Comparison("long_range", "501-1999: tree-lstm trained short - trained long",
                Lengths("treelstm binary / binary_tree", "LRA 501-1999"),
                R("long_train", "graph=binary_tree; model.cell=binary; model=treelstm")),
+    Comparison("long_range", "501-1999: tree-lstm trained short with 2-10 arguments - trained long",
+               Lengths("treelstm binary / binary_tree (trained with 2-10 arguments)", "LRA 501-1999"),
+               R("long_train", "graph=binary_tree; model.cell=binary; model=treelstm")),
     Comparison("long_range", "501-1999: deep sets trained short - trained long",
                Lengths("recursive deepsets / tree", "LRA 501-1999"), R("long_train", "graph=tree; model=recursive")),
     # docs/real_sentences.md: TREC-6
@@ -445,6 +448,8 @@ def said(v) -> str:
 
 def judge_target(t: Target, data: dict) -> dict:
     """One cell against its goal by ``tools.stats.against``: the cell, the goal, cell − goal, its noise, verdict."""
+    if t.target not in data[t.source]:
+        raise ValueError(f"{t.source} has no goal {t.target!r} for {t.page}'s {t.name!r}: add it there (target, what, set_by)")
     cell, goal = t.cell.cell(data), data[t.source][t.target]["target"]
     v = against(cell, goal)
     return {

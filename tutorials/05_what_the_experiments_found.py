@@ -173,7 +173,7 @@ fig.tight_layout()
 #   no positions against sinusoidal ones is −17.7 <!-- ref: docs/results/essay.md > positional; complete: none - sinusoidal > difference --> points on the complete graph and −18.4 <!-- ref: docs/results/essay.md > positional; tree: none - sinusoidal > difference --> on the
 #   tree (paired), and the tree's Laplacian encoding is no help over none (+0.2 <!-- ref: docs/results/essay.md > positional; complete: lap_pe - none > difference -->).
 #   At lr 1e-2 pre-LN beats post-LN by 34.6 <!-- ref: docs/results/essay.md > training_lr; pre-LN - post-LN, warmup 0.0 > difference --> points without warmup and 39.1 <!-- ref: docs/results/essay.md > training_lr; pre-LN - post-LN, warmup 0.05 > difference --> with it (paired;
-#   post-LN answers 0 to every test expression), and warmup's +4.5 <!-- ref: docs/results/essay.md > training_lr; pre-LN: warmup 0.05 - none > difference --> for pre-LN is no measurable difference
+#   post-LN is right on exactly the expressions whose answer is 0, as a constant 0 would be), and warmup's +4.5 <!-- ref: docs/results/essay.md > training_lr; pre-LN: warmup 0.05 - none > difference --> for pre-LN is no measurable difference
 #   (noise 12.5 <!-- ref: docs/results/essay.md > training_lr; pre-LN: warmup 0.05 - none > noise -->: its three seeds spread widely).
 #   On the gold tree max is 2.0 <!-- ref: docs/results/essay.md > aggregation; tree: mean - sum > A minus docs/results/essay.md > aggregation; tree: max - sum > A --> below mean, and attention's edge over mean (+0.8 <!-- ref: docs/results/essay.md > aggregation; tree: attention - mean > difference -->) is no measurable difference.
 # * **Small scale** (2k expressions, `make essay SMALL=1`, 31 minutes). The tree's advantage shrinks

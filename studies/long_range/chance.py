@@ -178,7 +178,10 @@ def one_label_runs(root: Path, labels, fingerprint: str) -> dict:
             if not scored or scored.get("fingerprint") != fingerprint:
                 continue
             read += 1
-            correct = decode_correct(scored)
+            try:
+                correct = decode_correct(scored)
+            except ValueError as e:
+                raise SystemExit(f"error: {path}: {e}") from None
             if len(correct) != len(labels):
                 raise SystemExit(
                     f"error: {path}: a record holds {len(correct)} test predictions for {len(labels)} examples"

@@ -221,4 +221,35 @@ def test_glove_against_scratch_pairs_the_same_cell_of_two_grids(fresh):
         assert all((a.experiment, b.experiment, a.overrides) == (glove, scratch, b.overrides) for a, b in fam.pairs)
         row = fresh["pages"]["real_sentences"][name]
         assert row["pairs"] == len(fam.pairs) == (13 if glove == "trec_glove" else 17)
-        assert row["a_higher"] <= row["findings"] and row["smallest_gap"] <= row["largest_gap"]
+        judged = [
+            compare(Cell(a, n=na), Cell(b, n=nb))  # these grids kept no predictions: unpaired
+            for (a, na), (b, nb) in (
+                (seeds_of(x.experiment, x.overrides), seeds_of(y.experiment, y.overrides)) for x, y in fam.pairs
+            )
+        ]
+        assert row["a_higher"] == sum(v.verdict == "A higher" for v in judged)
+        assert row["smallest_gap"] == pytest.approx(min(abs(v.diff) for v in judged))
+        assert row["largest_gap"] == pytest.approx(max(abs(v.diff) for v in judged))
+
+
+def test_a_lengths_cell_against_a_records_cell_reads_each_from_its_own_file(data, fresh):
+    """Trained short (long_range_lengths.json, LRA's 501-1999 set) against trained long (long_train's records, its
+    own test set): two samples of one recipe, judged unpaired on each side's own set size."""
+    for name, row_label, overrides in (
+        (
+            "501-1999: deep sets trained short - trained long",
+            "recursive deepsets / tree",
+            "graph=tree; model=recursive",
+        ),
+        (
+            "501-1999: tree-lstm trained short with 2-10 arguments - trained long",
+            "treelstm binary / binary_tree (trained with 2-10 arguments)",
+            "graph=binary_tree; model.cell=binary; model=treelstm",
+        ),
+    ):
+        short = verdicts.Lengths(row_label, "LRA 501-1999").cell(data)
+        accs, n = seeds_of("long_train", overrides)
+        v = compare(short, Cell(accs, n=n))
+        row = fresh["pages"]["long_range"][name]
+        assert (row["a"]["k"], row["b"]["k"], row["b"]["n"], row["rule"]) == (len(short.accs), len(accs), n, "unpaired")
+        assert (row["diff"], row["noise"], row["verdict"]) == (v.diff, v.noise, v.verdict)
