@@ -296,12 +296,12 @@ COMPARISONS: list[Comparison | Family | Target] = [
                Lengths("transformer / bpt", "LRA 501-1999")),
     # trained on short expressions (studies.long_range, LRA's 501-1999 set) against trained on 2,000 long ones
     # (experiment=long_train, its own test set): two samples of one recipe, so unpaired
-    Comparison("long_range", "501-1999: tree-lstm trained short - trained long",
-               Lengths("treelstm binary / binary_tree", "LRA 501-1999"),
-               R("long_train", "graph=binary_tree; model.cell=binary; model=treelstm")),
-    Comparison("long_range", "501-1999: tree-lstm trained short with 2-10 arguments - trained long",
-               Lengths("treelstm binary / binary_tree (trained with 2-10 arguments)", "LRA 501-1999"),
-               R("long_train", "graph=binary_tree; model.cell=binary; model=treelstm")),
+    *(
+        Comparison("long_range", f"501-1999: tree-lstm trained short{arity} - trained long", Lengths(row, "LRA 501-1999"),
+                   R("long_train", "graph=binary_tree; model.cell=binary; model=treelstm"))
+        for arity, row in (("", "treelstm binary / binary_tree"),
+                           (" with 2-10 arguments", "treelstm binary / binary_tree (trained with 2-10 arguments)"))
+    ),
     Comparison("long_range", "501-1999: deep sets trained short - trained long",
                Lengths("recursive deepsets / tree", "LRA 501-1999"), R("long_train", "graph=tree; model=recursive")),
     # docs/real_sentences.md: TREC-6
@@ -449,7 +449,9 @@ def said(v) -> str:
 def judge_target(t: Target, data: dict) -> dict:
     """One cell against its goal by ``tools.stats.against``: the cell, the goal, cell − goal, its noise, verdict."""
     if t.target not in data[t.source]:
-        raise ValueError(f"{t.source} has no goal {t.target!r} for {t.page}'s {t.name!r}: add it there (target, what, set_by)")
+        raise ValueError(
+            f"{t.source} has no goal {t.target!r} for {t.page}'s {t.name!r}: add it there (target, what, set_by)"
+        )
     cell, goal = t.cell.cell(data), data[t.source][t.target]["target"]
     v = against(cell, goal)
     return {
