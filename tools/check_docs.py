@@ -27,7 +27,10 @@ Exits non-zero, naming the file, the line and both values, when
    (docs/configuration.md, "Numbers in prose"). The decimals, and the integers of an "N of M" or a
    percentage, that no reference ties are listed in ``docs/results/unchecked_numbers.json`` (``--write-untied``).
    One run's number (a seed of a mean) is tied to its record: ``<!-- ref: docs/results/runs/E.jsonl >
-   dataset=sst; seed=0 > test_acc -->`` (the run's overrides but ``experiment=``, ``;`` between them).
+   dataset=sst; seed=0 > test_acc -->`` (the run's overrides but ``experiment=``, ``;`` between them);
+5. **a study's reading of the records is older than the records**: ``long_range_chance.json`` lists the runs
+   right on one label's examples only of the records it read; when ``docs/results/runs/`` holds more or fewer
+   scored on that split (records gathered since), rerun ``python -m studies.long_range.chance``.
 
     python -m tools.check_docs                   # check; exit 1 with one line per problem
     python -m tools.check_docs --write-headline  # read the headline numbers again, rewrite both tables
@@ -46,6 +49,7 @@ from pathlib import Path
 
 import yaml
 
+from studies.long_range import chance  # its one-label runs read from every record on the essay split
 from tools import (  # doc_counts: the counts the pages state (configs per group, tutorials, experiments)
     doc_counts,
     experiment,
@@ -170,7 +174,7 @@ def resolve(spec: str, page: str, pair: bool = False) -> tuple[list[str], str]:
     if len(parts) == 2 and parts[1] in PRODUCED_KEYS:  # "(39 runs, 0.5 h of training)": a results page's first line
         m = PRODUCED.search(path.read_text().split("\n", 1)[0])  # the first line only: prose below may quote others
         if not m:
-            raise Problem(f"{page}: {parts[0]} says nowhere '(N runs, X h of training)'")
+            raise Problem(f"{page}: {parts[0]}'s first line says no '(N runs, X h of training)'")
         return [m[PRODUCED_KEYS.index(parts[1]) + 1].replace(",", "")], f"{parts[0]} ('Produced by' line)"
     if len(parts) not in (3, 4):
         raise Problem(f"{page}: reference {spec!r}: write FILE > [TABLE TITLE >] ROW > COLUMN")
@@ -646,6 +650,7 @@ def check() -> list[str]:
         + check_refs()
         + check_restated()
         + doc_counts.check(ROOT)
+        + chance.stale(ROOT)
     )
 
 

@@ -43,6 +43,7 @@ LENGTHS = Path("docs/results/long_range_lengths.json")
 ESSAY_RECORDS = Path("docs/results/runs/graph_choice_depth.jsonl")  # full-scale runs that kept the fingerprint
 ESSAY_EXPERIMENT = "graph_choice_depth"
 RUNS = Path("docs/results/runs")  # every experiment's records (one_label_runs reads those scored on the essay split)
+COMMAND = "python -m studies.long_range.chance"
 NUM = 1000  # expressions per studies.long_range set (its --num, as the committed table was scored)
 
 
@@ -163,45 +164,77 @@ def essay_sets(root: Path) -> list[dict]:
     ]
 
 
-def one_label_runs(root: Path, labels, fingerprint: str) -> dict:
-    """Which runs of ``docs/results/runs/*.jsonl`` scored on this split are right on every example of one label
-    and on no other: what always answering that label scores, example by example. ``{"records": how many were
-    read, "runs": [{experiment, run, label, test_acc}], "counts": {experiment: runs}}``."""
-    from engine.predictions import decode_correct
-
-    labels = np.asarray([int(label) for label in labels])
-    read, runs = 0, []
+def scored_on(root: Path, fingerprint: str):
+    """Each record of ``docs/results/runs/*.jsonl`` whose test predictions were scored on the split with this
+    fingerprint, as (its file, the record)."""
     for path in sorted((root / RUNS).glob("*.jsonl")):
         for line in path.read_text().splitlines():
             record = json.loads(line) if line.strip() else {}
             scored = record.get("test_predictions")
-            if not scored or scored.get("fingerprint") != fingerprint:
-                continue
-            read += 1
-            try:
-                correct = decode_correct(scored)
-            except ValueError as e:
-                raise SystemExit(f"error: {path}: {e}") from None
-            if len(correct) != len(labels):
-                raise SystemExit(
-                    f"error: {path}: a record holds {len(correct)} test predictions for {len(labels)} examples"
+            if scored and scored.get("fingerprint") == fingerprint:
+                yield path, record
+
+
+def one_label_runs(root: Path, labels, fingerprint: str) -> dict:
+    """Which runs of ``docs/results/runs/*.jsonl`` scored on this split are right on every example of one label
+    and on no other: what always answering that label scores, example by example. ``{"fingerprint": the
+    split's, "records": how many were read, "runs": [{experiment, run, label, test_acc}], "counts":
+    {experiment: runs}}``."""
+    from engine.predictions import decode_correct
+
+    labels = np.asarray([int(label) for label in labels])
+    read, runs = 0, []
+    for path, record in scored_on(root, fingerprint):
+        scored = record["test_predictions"]
+        read += 1
+        try:
+            correct = decode_correct(scored)
+        except ValueError as e:
+            raise SystemExit(f"error: {path}: {e}") from None
+        if len(correct) != len(labels):
+            raise SystemExit(
+                f"error: {path}: a record holds {len(correct)} test predictions for {len(labels)} examples"
+            )
+        for label in np.unique(labels):
+            if np.array_equal(correct, labels == label):
+                overrides = [o for o in record.get("overrides", []) if not o.startswith("experiment=")]
+                runs.append(
+                    {
+                        "experiment": path.stem,
+                        "run": " ".join(overrides),
+                        "label": int(label),
+                        "test_acc": record.get("test_acc"),
+                    }
                 )
-            for label in np.unique(labels):
-                if np.array_equal(correct, labels == label):
-                    overrides = [o for o in record.get("overrides", []) if not o.startswith("experiment=")]
-                    runs.append(
-                        {
-                            "experiment": path.stem,
-                            "run": " ".join(overrides),
-                            "label": int(label),
-                            "test_acc": record.get("test_acc"),
-                        }
-                    )
     return {
+        "fingerprint": fingerprint,
         "records": read,
         "runs": runs,
         "counts": dict(collections.Counter(r["experiment"] for r in runs)),
     }
+
+
+def stale(root: Path) -> list[str]:
+    """One line for each set of the committed ``long_range_chance.json`` whose one-label runs were read from
+    fewer or more records than ``docs/results/runs/`` now holds on its split: records gathered since, unread."""
+    path = root / OUT
+    if not path.exists():
+        return []
+    problems = []
+    for made in json.loads(path.read_text())["sets"]:
+        block = made.get("one_label")
+        if not block:
+            continue
+        if "fingerprint" not in block:
+            problems.append(f"{OUT}: {made['set']}'s one-label runs name no split fingerprint: rerun {COMMAND}")
+            continue
+        now = sum(1 for _ in scored_on(root, block["fingerprint"]))
+        if now != block["records"]:
+            problems.append(
+                f"{OUT}: {made['set']}'s one-label runs were read from {block['records']} records, "
+                f"{RUNS} now holds {now} scored on that split: rerun {COMMAND}"
+            )
+    return problems
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -215,8 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as e:  # nothing is written
         raise SystemExit(f"error: {e}") from None
     data = {
-        "command": "python -m studies.long_range.chance"
-        + "".join(f" {a}" for a in (sys.argv[1:] if argv is None else argv)),
+        "command": COMMAND + "".join(f" {a}" for a in (sys.argv[1:] if argv is None else argv)),
         "sets": sets,
     }
     out = args.out if args.out.is_absolute() else ROOT / args.out

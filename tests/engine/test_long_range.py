@@ -351,7 +351,8 @@ def test_the_essay_test_set_is_checked_example_by_example_against_its_records(tm
     assert made["labels"] == {str(k): int(k in (3, 4, 9)) for k in range(10)}
     assert scored["fingerprint"] in made["checked"] and "(1 records)" in made["checked"]
     # right on the 3 and the 9 (0b101, "oA=="): two labels, so not one label's answer
-    assert made["one_label"] == {"records": 1, "runs": [], "counts": {}}
+    fingerprint = scored["fingerprint"]
+    assert made["one_label"] == {"fingerprint": fingerprint, "records": 1, "runs": [], "counts": {}}
     fours = {"n": 3, "fingerprint": scored["fingerprint"], "correct": "QA=="}  # 0b010: right on the 4 only
     other_set = dict(fours, fingerprint="f" * 16)  # another split's record is not read
     (tmp_path / chance.RUNS / "training.jsonl").write_text(
@@ -371,7 +372,16 @@ def test_the_essay_test_set_is_checked_example_by_example_against_its_records(tm
     )
     (made,) = chance.essay_sets(tmp_path)
     run = {"experiment": "training", "run": "model.norm=post seed=1", "label": 4, "test_acc": 1 / 3}
-    assert made["one_label"] == {"records": 2, "runs": [run], "counts": {"training": 1}}
+    assert made["one_label"] == {"fingerprint": fingerprint, "records": 2, "runs": [run], "counts": {"training": 1}}
+    (tmp_path / chance.OUT).write_text(json.dumps({"sets": [made]}))
+    assert chance.stale(tmp_path) == []  # read from the records that are there
+    with (tmp_path / chance.RUNS / "training.jsonl").open("a") as f:
+        f.write(json.dumps({"test_predictions": fours}) + "\n")  # a record gathered since
+    (problem,) = chance.stale(tmp_path)
+    assert problem == (
+        "docs/results/long_range_chance.json: essay suite test's one-label runs were read from 2 records, "
+        "docs/results/runs now holds 3 scored on that split: rerun python -m studies.long_range.chance"
+    )
     page = "\n".join(long_range.one_label_markdown("essay suite test", made["one_label"]))
     assert "Of the 2 recorded runs" in page and "| training | model.norm=post seed=1 | 4 | 0.3333 |" in page
     (tmp_path / chance.RUNS / "training.jsonl").unlink()

@@ -387,4 +387,6 @@ def test_a_reference_to_a_results_pages_runs_and_training_hours(tmp_path, monkey
     page.write_text(f"They took 0.9 {ref} h.\n")
     assert check_docs.check_refs() == ["README.md:1: says 0.9, docs/results/t.md ('Produced by' line) has 0.5"]
     (tmp_path / "docs" / "results" / "t.md").write_text("| model | acc |\n|---|---|\n| gat | 0.512 |\n")
-    assert check_docs.check_refs() == ["README.md:1: docs/results/t.md says nowhere '(N runs, X h of training)'"]
+    assert check_docs.check_refs() == [
+        "README.md:1: docs/results/t.md's first line says no '(N runs, X h of training)'"
+    ]
