@@ -23,7 +23,8 @@ test sets), the test term falls back to the *unpaired* binomial variance of each
 errors on one test set are positively correlated. The verdict names the rule that judged it (``paired`` or
 ``unpaired``), and so does every table.
 
-A cell with one seed has no seed spread of its own. It borrows the other cell's when that has 2+ seeds; two cells of
+A cell with one seed has no seed spread of its own. It borrows the other cell's when that has 2+ seeds (both seed
+terms then rest on that one estimate, and count once, with its k - 1 degrees of freedom); two cells of
 one seed each are *not judged* (``one seed each``), unless both are deterministic (a fixed pretrained model, a
 probe: no training randomness at all, ``deterministic=True``), where only the test term counts.
 
@@ -176,17 +177,26 @@ def compare(a: Cell, b: Cell, level: float = LEVEL) -> Verdict:
     dfb = (b.k - 1) if b.k > 1 else (a.k - 1)
     seeds_a, seeds_b = va / a.k, vb / b.k
     test, df_test, rule = test_variance(a, b)
-    return judged(diff, {"seeds_a": (seeds_a, dfa), "seeds_b": (seeds_b, dfb), "test": (test, df_test)}, rule, level)
+    borrowed = ("seeds_a", "seeds_b") if (a.seed_var is None) != (b.seed_var is None) else ()
+    terms = {"seeds_a": (seeds_a, dfa), "seeds_b": (seeds_b, dfb), "test": (test, df_test)}
+    return judged(diff, terms, rule, level, one_estimate=borrowed)
 
 
-def judged(diff: float, terms: dict[str, tuple[float, float]], rule: str, level: float = LEVEL) -> Verdict:
+def judged(
+    diff: float, terms: dict[str, tuple[float, float]], rule: str, level: float = LEVEL, one_estimate: tuple = ()
+) -> Verdict:
     """The verdict on ``diff`` whose variance is the sum of ``terms`` (name: (variance, its degrees of freedom)):
-    Student's t at the Welch-Satterthwaite df of the sum, two-sided at ``level``."""
+    Student's t at the Welch-Satterthwaite df of the sum, two-sided at ``level``. The terms named in
+    ``one_estimate`` are multiples of one estimated variance (a spread one cell borrows from the other): they
+    count as one term, with that estimate's degrees of freedom, not as independent estimates."""
     total = sum(v for v, _ in terms.values())
     if total <= 0:
         return Verdict(diff, 0.0, LEVEL_ANSWER if diff == 0 else ("A higher" if diff > 0 else "B higher"), rule)
     # Welch-Satterthwaite: how many degrees of freedom the estimated variance rests on
-    denom = sum(v * v / d for v, d in terms.values() if v > 0 and d > 0)
+    estimates = [t for name, t in terms.items() if name not in one_estimate]
+    if one_estimate:
+        estimates.append((sum(terms[name][0] for name in one_estimate), terms[one_estimate[0]][1]))
+    denom = sum(v * v / d for v, d in estimates if v > 0 and d > 0)
     df = total * total / denom if denom > 0 else math.inf
     se = math.sqrt(total)
     noise = t_quantile(df, level) * se

@@ -123,6 +123,9 @@ def test_one_seed_each_is_not_judged_but_borrows_a_spread():
     v = compare(Cell([0.6], n=10_000), Cell([0.50, 0.51, 0.52], n=10_000))
     assert v.parts["seeds_a"] == pytest.approx(v.parts["seeds_b"] * 3)  # A's one seed at B's spread
     assert v.verdict == "A higher"
+    # the two seed terms are one estimate on B's 2 degrees of freedom, not two independent ones (df 4)
+    borrowed = compare(Cell([0.6], n=10**9), Cell([0.50, 0.51, 0.52], n=10**9))
+    assert borrowed.df == pytest.approx(2, abs=0.01)
 
 
 def test_deterministic_cells_have_only_the_test_term():
