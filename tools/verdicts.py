@@ -538,7 +538,7 @@ def markdown(result: dict) -> str:
                 "",
                 "Families: every pair judged the same way; the findings listed.",
                 "",
-                "| family | pairs | not judged | findings | A higher | smallest gap | largest gap | smallest noise | rule "
+                "| family | pairs | not judged | findings | A higher | smallest gap (either sign) | largest gap (either sign) | smallest noise | rule "
                 "| found |",
                 "|---|---|---|---|---|---|---|---|---|---|",
             ]

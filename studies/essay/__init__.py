@@ -160,7 +160,7 @@ def answers(prefix: str = "", previous: dict | None = None) -> dict:
         for name, runs in runs_by_exp.items()
     }
     compute.update({name: previous["compute"][name] for name in carried})
-    unique = {(r["test_acc"], r.get("train_seconds")) for r in every}  # a run copied into several experiments, once
+    unique = {records.identity(r) for r in every}  # a run copied into several experiments, once
     result = {
         "suite": prefix.rstrip("/") or "full",
         "unique_runs": {

@@ -314,7 +314,8 @@ def one_label_markdown(name: str, found: dict) -> list[str]:
         "",
         f"## Runs that answer one label on the {name} set",
         "",
-        f"Of the {found['records']} recorded runs scored on the {name} set (their test predictions' fingerprint), "
+        f"Of the {found.get('distinct', found['records'])} recorded runs scored on the {name} set (their test "
+        f"predictions' fingerprint; {found['records']} records, a run shared by several experiments counts once), "
         f"{len(found['runs'])} are right on every expression of one label and on no other, as a model that always "
         "answers that label is.",
     ]

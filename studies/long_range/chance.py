@@ -168,22 +168,43 @@ def scored_on(root: Path, fingerprint: str):
     """Each record of ``docs/results/runs/*.jsonl`` whose test predictions were scored on the split with this
     fingerprint, as (its file, the record)."""
     for path in sorted((root / RUNS).glob("*.jsonl")):
-        for line in path.read_text().splitlines():
-            record = json.loads(line) if line.strip() else {}
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            try:
+                record = json.loads(line) if line.strip() else {}
+            except json.JSONDecodeError as e:
+                raise ValueError(
+                    f"{path}:{number}: not a JSON record ({e.msg}): gather it again (tools.records)"
+                ) from None
             scored = record.get("test_predictions")
             if scored and scored.get("fingerprint") == fingerprint:
                 yield path, record
 
 
+def digest(root: Path, fingerprint: str) -> str:
+    """A fingerprint of what ``one_label_runs`` reads on this split: every record's file, run and predictions. A
+    record gathered, replaced or removed since changes it."""
+    import hashlib
+
+    from tools.records import identity
+
+    lines = sorted(
+        f"{path.stem} {identity(record)} {record['test_predictions'].get('correct')}"
+        for path, record in scored_on(root, fingerprint)
+    )
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+
+
 def one_label_runs(root: Path, labels, fingerprint: str) -> dict:
     """Which runs of ``docs/results/runs/*.jsonl`` scored on this split are right on every example of one label
-    and on no other: what always answering that label scores, example by example. ``{"fingerprint": the
-    split's, "records": how many were read, "runs": [{experiment, run, label, test_acc}], "counts":
-    {experiment: runs}}``."""
+    and on no other: what always answering that label scores, example by example. A run recorded under several
+    experiments' names (``tools.records.identity``) counts once, its experiments joined. ``{"fingerprint": the
+    split's, "records": how many records were read, "distinct": how many runs they hold, "runs": [{experiment,
+    run, label, test_acc}], "counts": {experiment: runs}}``."""
     from engine.predictions import decode_correct
+    from tools.records import identity
 
     labels = np.asarray([int(label) for label in labels])
-    read, runs = 0, []
+    read, seen, found = 0, set(), {}
     for path, record in scored_on(root, fingerprint):
         scored = record["test_predictions"]
         read += 1
@@ -193,30 +214,37 @@ def one_label_runs(root: Path, labels, fingerprint: str) -> dict:
             raise SystemExit(f"error: {path}: {e}") from None
         if len(correct) != len(labels):
             raise SystemExit(
-                f"error: {path}: a record holds {len(correct)} test predictions for {len(labels)} examples"
+                f"error: {path}: a record holds {len(correct)} test predictions for {len(labels)} examples: "
+                "gather it again (tools.records) from its run's results.json"
             )
+        run = identity(record)
+        if run in found:  # the same run under another experiment's name: listed once
+            found[run]["experiment"] += f", {path.stem}"
+            continue
+        seen.add(run)
         for label in np.unique(labels):
             if np.array_equal(correct, labels == label):
                 overrides = [o for o in record.get("overrides", []) if not o.startswith("experiment=")]
-                runs.append(
-                    {
-                        "experiment": path.stem,
-                        "run": " ".join(overrides),
-                        "label": int(label),
-                        "test_acc": record.get("test_acc"),
-                    }
-                )
+                found[run] = {
+                    "experiment": path.stem,
+                    "run": " ".join(overrides),
+                    "label": int(label),
+                    "test_acc": record.get("test_acc"),
+                }
+    runs = list(found.values())
     return {
         "fingerprint": fingerprint,
+        "read": digest(root, fingerprint),
         "records": read,
+        "distinct": len(seen),
         "runs": runs,
         "counts": dict(collections.Counter(r["experiment"] for r in runs)),
     }
 
 
 def stale(root: Path) -> list[str]:
-    """One line for each set of the committed ``long_range_chance.json`` whose one-label runs were read from
-    fewer or more records than ``docs/results/runs/`` now holds on its split: records gathered since, unread."""
+    """One line for each set of the committed ``long_range_chance.json`` whose one-label runs were read from other
+    records than ``docs/results/runs/`` now holds on its split (gathered, replaced or removed since)."""
     path = root / OUT
     if not path.exists():
         return []
@@ -225,14 +253,14 @@ def stale(root: Path) -> list[str]:
         block = made.get("one_label")
         if not block:
             continue
-        if "fingerprint" not in block:
-            problems.append(f"{OUT}: {made['set']}'s one-label runs name no split fingerprint: rerun {COMMAND}")
+        if "fingerprint" not in block or "read" not in block:
+            problems.append(f"{OUT}: {made['set']}'s one-label runs do not say what they read: rerun {COMMAND}")
             continue
-        now = sum(1 for _ in scored_on(root, block["fingerprint"]))
-        if now != block["records"]:
+        if digest(root, block["fingerprint"]) != block["read"]:
+            now = sum(1 for _ in scored_on(root, block["fingerprint"]))
             problems.append(
-                f"{OUT}: {made['set']}'s one-label runs were read from {block['records']} records, "
-                f"{RUNS} now holds {now} scored on that split: rerun {COMMAND}"
+                f"{OUT}: {made['set']}'s one-label runs were read from {block['records']} records, not the {now} "
+                f"{RUNS} now holds scored on that split: rerun {COMMAND}"
             )
     return problems
 

@@ -386,7 +386,20 @@ def test_a_reference_to_a_results_pages_runs_and_training_hours(tmp_path, monkey
     assert check_docs.untied() == {} and check_docs.check_refs() == []
     page.write_text(f"They took 0.9 {ref} h.\n")
     assert check_docs.check_refs() == ["README.md:1: says 0.9, docs/results/t.md ('Produced by' line) has 0.5"]
-    (tmp_path / "docs" / "results" / "t.md").write_text("| model | acc |\n|---|---|\n| gat | 0.512 |\n")
+    page.write_text(f"They took 50 {ref} h.\n")  # hours are not a fraction: 0.5 h is not 50 h
+    assert check_docs.check_refs() == ["README.md:1: says 50, docs/results/t.md ('Produced by' line) has 0.5"]
+    results = tmp_path / "docs" / "results" / "t.md"
+    below = "\n\nThe earlier grid (1,200 runs, 7.5 h of training) was lost.\n"  # prose below quotes another
+    results.write_text(results.read_text() + below)
+    page.write_text(f"1,200 <!-- ref: docs/results/t.md > runs --> runs, 7.5 {ref} h.\n")
     assert check_docs.check_refs() == [
-        "README.md:1: docs/results/t.md's first line says no '(N runs, X h of training)'"
+        "README.md:1: says 1200, docs/results/t.md ('Produced by' line) has 39",
+        "README.md:1: says 7.5, docs/results/t.md ('Produced by' line) has 0.5",
+    ]
+    results.write_text("(1,200 runs, 7.5 h of training)" + below)  # thousands written with a comma
+    assert check_docs.check_refs() == []
+    results.write_text("| model | acc |\n|---|---|\n| gat | 0.512 |\n" + below)  # the first line only is read
+    assert check_docs.check_refs() == 2 * [  # both references
+        "README.md:1: docs/results/t.md's first line says no '(N runs, X h of training)': write the table again "
+        "(python -m tools.experiment E --table-only)"
     ]
