@@ -391,6 +391,16 @@ RULES = {
 }
 
 
+def compare_unpaired(a: Cell, b: Cell) -> Verdict:
+    """``compare`` as it judges cells whose records kept no per-example predictions: its unpaired fallback."""
+    return compare(
+        Cell(a.accs, n=a.n, deterministic=a.deterministic), Cell(b.accs, n=b.n, deterministic=b.deterministic)
+    )
+
+
+FALLBACK = {"tools.stats.compare, unpaired fallback": compare_unpaired}  # calibrated on the same simulated pairs
+
+
 EXCHANGE_SPREADS = (0.001, 0.003, 0.005, 0.007, 0.010)
 
 
@@ -402,16 +412,18 @@ def calibrate(
     n: int = 10_000,
     k: int = 3,
     seed: int = 0,
+    rules: dict | None = None,
 ) -> dict[tuple[str, str, float], float]:
-    """The share of ``trials`` simulated comparisons each rule calls a finding, by (rule, kind, spread): the
-    false-alarm rate when ``effect`` is 0 (it should be near 5%), the power otherwise."""
+    """The share of ``trials`` simulated comparisons each rule (``RULES`` unless given) calls a finding, by (rule,
+    kind, spread): the false-alarm rate when ``effect`` is 0 (it should be near 5%), the power otherwise."""
+    rules = RULES if rules is None else rules
     rng = np.random.default_rng(seed)
-    counts = {(rule, kind, spread): 0 for rule in RULES for kind in kinds for spread in spreads}
+    counts = {(rule, kind, spread): 0 for rule in rules for kind in kinds for spread in spreads}
     for kind in kinds:
         for spread in spreads:
             for _ in range(trials):
                 a, b = simulated_pair(rng, kind, n, k, spread, effect)
-                for name, rule in RULES.items():
+                for name, rule in rules.items():
                     counts[(name, kind, spread)] += rule(a, b).finding
     return {key: c / trials for key, c in counts.items()}
 
@@ -428,6 +440,10 @@ def calibration(trials: int = 1000) -> dict:
     for effect in (0.0, 0.01, 0.02):
         rates = calibrate(trials=trials, spreads=EXCHANGE_SPREADS, kinds=("exchange",), effect=effect, seed=1)
         for (rule, kind, spread), rate in rates.items():
+            rows.append({"effect": effect, "rule": rule, "kind": kind, "spread": spread, "rate": rate})
+    # the rule's unpaired fallback (cells without predictions), on the very pairs of the first rows (seed 0)
+    for effect in (0.0, 0.01, 0.02):
+        for (rule, kind, spread), rate in calibrate(trials=trials, effect=effect, rules=FALLBACK).items():
             rows.append({"effect": effect, "rule": rule, "kind": kind, "spread": spread, "rate": rate})
     return {"trials": trials, "rates": rows}
 

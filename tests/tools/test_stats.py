@@ -37,6 +37,20 @@ def test_the_rules_it_replaces_fail_the_calibration(null_rates):
     assert np.mean(strict) <= 0.02, strict  # too strict: almost no null is ever a finding
 
 
+def test_the_unpaired_fallback_is_conservative_and_weak():
+    """compare on the same simulated pairs with their predictions withheld (records that predate them): it calls
+    under 2% of nulls findings, and finds a 1-point gap far less often than the paired rule does."""
+    fallback = stats.calibrate(trials=300, spreads=(0.005, 0.01), seed=7, rules=stats.FALLBACK)
+    assert np.mean(list(fallback.values())) <= 0.02, fallback
+    both = {**stats.FALLBACK, "paired": compare}
+    power = stats.calibrate(trials=200, spreads=(0.005,), effect=0.01, seed=8, rules=both)
+    for kind in ("same", "different"):
+        assert power[("tools.stats.compare, unpaired fallback", kind, 0.005)] < 0.5 * power[("paired", kind, 0.005)]
+    rng = np.random.default_rng(9)
+    a, b = stats.simulated_pair(rng, "same", n=1000, k=3, spread=0.005, effect=0.0)
+    assert compare(a, b).rule == "paired" and stats.compare_unpaired(a, b).rule == "unpaired"
+
+
 def test_power_on_true_effects():
     """At a seed spread of 0.5 points, a 2-point gap is found most of the time and a 1-point gap sometimes."""
     two = stats.calibrate(trials=200, spreads=(0.005,), effect=0.02, seed=2)
