@@ -143,11 +143,14 @@ print("sparse and dense outputs agree on every batch (timings are indicative onl
 # `GraphEncoder.choose_impl` decides per batch:
 #
 # * if DGL cannot put the graph on the model's device (a GPU, with the CPU-only DGL wheel from PyPI),
-#   it runs `dense`, the only path that can follow;
+#   it stays `dense`. Message passing in stock torch (`models/torch_mp.py`, `model.impl=torch_sparse`,
+#   which `impl=sparse` falls back to there) also runs on that GPU, but `auto` does not choose it;
 # * otherwise `dense` when $|E| / (B\, n_{max}^2) \ge$ `model.dense_min_density`, else `sparse`. For
 #   `knn`, whose edges are built inside the model, $|E|$ is taken as $(k+1)\sum n$.
 #
-# The default, 0.07 <!-- ref: conf/encoder/default.yaml > dense_min_density -->, is where dense stopped paying on the 2-core CPU of the committed benchmark;
+# The default, 0.07 <!-- ref: conf/encoder/default.yaml > dense_min_density -->, sits near kNN's crossover on the 2-core CPU of the committed benchmark (between
+# its densities at n = 64 and n = 128); the tree's and window's ratios near that density are within the
+# table's repeat noise;
 # other hardware (a GPU above all) will have its own break-even point, so measure with `make bench`
 # before trusting the value there.
 # Padding matters: a batch that mixes short and long sentences has a low density even on complete
@@ -190,18 +193,23 @@ else:
 #   operation does each unit of work far faster. In the committed table complete graphs are faster
 #   dense at every length, and the sparse graphs are faster sparse once sentences are long enough
 #   that the density falls well below 1.
-# * Padding is part of the bill: one long sentence in a batch of short ones can make even complete
-#   graphs cheaper to run sparse.
+# * Padding is part of the bill: one long sentence in a batch of short ones drops even a complete
+#   graph's density below the threshold, so `auto` runs it sparse (section 3's mixed batch; not timed
+#   here).
 # * The choice is an implementation detail, not a modelling one: both compute the same function with
 #   the same parameters, and a checkpoint trained with one evaluates with the other.
 # * The size of the lottery depends on the machine. On the 2-core CPU (measured, the table above),
-#   dense wins on the complete graph by 2.3x <!-- ref: bench/results/cpu-2core/summary.md > complete > n=16 --> to 24x, and sparse wins on sparse graphs from n = 16-128.
+#   dense wins on the complete graph by 2.3x <!-- ref: bench/results/cpu-2core/summary.md > complete > n=16 --> to 24x, up to one order of magnitude. On sparse
+#   graphs sparse is clearly faster from n = 64-256 (none from 64, tree and window from 128, kNN from
+#   256); at n = 16-32 the two are within this table's noise (a repeat of the same impl, its `auto`
+#   column, differs by up to a quarter: 0.75 <!-- ref: bench/results/cpu-2core/summary.md > complete > n=16@1 --> on the complete graph at n = 16).
 #   On an H100 (`python -m bench.hardware_lottery --device cuda`, bench/results/nvidia-h100/), message
 #   passing written in stock torch (`models/torch_mp.py`: PyPI's DGL has no CUDA build) costs 15x <!-- ref: bench/results/nvidia-h100/attention.md > d64 > complete > n=64 --> to 91x <!-- ref: bench/results/nvidia-h100/attention.md > d64 > complete > n=4096 --> dense on the complete graph, and it beats dense on a window
 #   graph only from n = 1,024. Against stock-torch message passing the GPU's lottery is up to two orders of
-#   magnitude; against DGL's the CPU's is one. The two are not like for like: on the CPU the stock-torch
-#   code takes about 4-5x DGL's time on the complete graph (bench/results/cpu-2core/attention.md), and
-#   DGL's kernels have not been timed on a GPU.
+#   magnitude; against DGL's kernels it is measured only on the CPU, up to one. The two are not like for
+#   like: on the CPU the stock-torch code takes about 4-5x DGL's time on the complete graph
+#   (bench/results/cpu-2core/attention.md), and DGL's kernels have not been timed on a GPU, so whether
+#   the GPU draws a larger lottery against DGL is not measured.
 #
 # Next: `05_what_the_experiments_found.py`.
 
