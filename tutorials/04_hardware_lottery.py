@@ -199,7 +199,7 @@ else:
 # * The choice is an implementation detail, not a modelling one: both compute the same function with
 #   the same parameters, and a checkpoint trained with one evaluates with the other.
 # * The size of the lottery depends on the machine. On the 2-core CPU (measured, the table above),
-#   dense wins on the complete graph by 2.3x <!-- ref: bench/results/cpu-2core/summary.md > complete > n=16 --> to 24x, up to one order of magnitude. On sparse
+#   dense wins on the complete graph by 2.3x <!-- ref: bench/results/cpu-2core/summary.md > complete > n=16 --> to 24x <!-- ref: bench/results/cpu-2core/summary.md > complete > n=1024 --> (n = 1,024), about one order of magnitude. On sparse
 #   graphs sparse is clearly faster from n = 64-256 (none from 64, tree and window from 128, kNN from
 #   256); at n = 16-32 the two are within this table's noise (a repeat of the same impl, its `auto`
 #   column, differs by up to a quarter: 0.75 <!-- ref: bench/results/cpu-2core/summary.md > complete > n=16@1 --> on the complete graph at n = 16).
