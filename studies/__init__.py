@@ -16,3 +16,16 @@ def replays() -> list:
         if info.ispkg:
             out += getattr(importlib.import_module(f"{__name__}.{info.name}"), "REPLAYS", [])
     return out
+
+
+def checks() -> list:
+    """Every study's ``CHECKS`` (callables taking the repository root, returning one line per problem), study by
+    study in name order: what ``tools.check_docs`` runs beside the replayed tables."""
+    import importlib
+    import pkgutil
+
+    out = []
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.ispkg:
+            out += getattr(importlib.import_module(f"{__name__}.{info.name}"), "CHECKS", [])
+    return out

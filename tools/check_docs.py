@@ -28,9 +28,10 @@ Exits non-zero, naming the file, the line and both values, when
    percentage, that no reference ties are listed in ``docs/results/unchecked_numbers.json`` (``--write-untied``).
    One run's number (a seed of a mean) is tied to its record: ``<!-- ref: docs/results/runs/E.jsonl >
    dataset=sst; seed=0 > test_acc -->`` (the run's overrides but ``experiment=``, ``;`` between them);
-5. **a study's reading of the records is older than the records**: ``long_range_chance.json`` lists the runs
-   right on one label's examples only of the records it read; when ``docs/results/runs/`` holds more or fewer
-   scored on that split (records gathered since), rerun ``python -m studies.long_range.chance``.
+5. **a check a study declares fails** (``CHECKS`` beside its ``REPLAYS``, ``tools.replay.declared_checks``): for
+   ``studies.long_range``, ``long_range_chance.json``'s one-label runs were read from other records than
+   ``docs/results/runs/`` now holds on that split (gathered, replaced or removed since): rerun
+   ``python -m studies.long_range.chance``.
 
     python -m tools.check_docs                   # check; exit 1 with one line per problem
     python -m tools.check_docs --write-headline  # read the headline numbers again, rewrite both tables
@@ -655,18 +656,20 @@ def check() -> list[str]:
         + check_refs()
         + check_restated()
         + doc_counts.check(ROOT)
-        + chance_stale()
+        + declared_checks()
     )
 
 
-def chance_stale() -> list[str]:
-    """studies.long_range.chance's reading of the records, against the records now (imported here: it loads torch)."""
-    from studies.long_range import chance
-
-    try:
-        return chance.stale(ROOT)
-    except ValueError as e:  # a damaged record: one line
-        return [str(e)]
+def declared_checks() -> list[str]:
+    """The checks the studies declare beside their tables (``tools.replay.declared_checks``), a damaged input one
+    line each."""
+    problems = []
+    for check in replay.declared_checks():
+        try:
+            problems += check(ROOT)
+        except ValueError as e:
+            problems.append(str(e))
+    return problems
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -91,10 +91,29 @@ TABLES = [
 ]
 
 
-def providers(pyproject: Path = PYPROJECT) -> list[str]:
-    """The providers of replayed tables outside ``tools/``: ``module:function`` each, as
-    ``pyproject.toml``'s ``[tool.tagnn] replays`` lists them (``["studies:replays"]``)."""
-    return tomllib.loads(pyproject.read_text()).get("tool", {}).get("tagnn", {}).get("replays", [])
+def providers(pyproject: Path = PYPROJECT, key: str = "replays") -> list[str]:
+    """The providers of replayed tables (``key="replays"``) or of checks (``"checks"``) outside ``tools/``:
+    ``module:function`` each, as ``pyproject.toml``'s ``[tool.tagnn]`` lists them (``["studies:replays"]``)."""
+    return tomllib.loads(pyproject.read_text()).get("tool", {}).get("tagnn", {}).get(key, [])
+
+
+def _provided(key: str) -> list:
+    out: list = []
+    for spec in providers(key=key):
+        module, _, function = spec.partition(":")
+        out += [(spec, item) for item in getattr(importlib.import_module(module), function)()]
+    return out
+
+
+def declared_checks() -> list[Callable[[Path], list[str]]]:
+    """The checks the analyses outside ``tools/`` declare beside their tables (``[tool.tagnn] checks``; for the
+    studies, every ``studies/<X>/__init__.py``'s ``CHECKS``): each takes the repository root and returns one line
+    per problem, such as a study's reading of the records that is older than the records."""
+    found = _provided("checks")
+    for spec, check in found:
+        if not callable(check):
+            raise TypeError(f"{spec} gave {check!r}, not a callable")
+    return [check for _, check in found]
 
 
 @functools.cache
@@ -102,15 +121,11 @@ def declared() -> tuple[Table, ...]:
     """(3): the tables the analyses outside ``tools/`` replay, each provider's list in the order it gives
     them. The providers are configuration, not code of ``tools/``: this module imports them by the names
     ``pyproject.toml`` gives, as an entry point is loaded, and names none itself."""
-    out: list[Table] = []
-    for spec in providers():
-        module, _, function = spec.partition(":")
-        found = list(getattr(importlib.import_module(module), function)())
-        for t in found:
-            if not isinstance(t, Table):
-                raise TypeError(f"{spec} gave {t!r}, not a tools.replay.Table")
-        out += found
-    return tuple(out)
+    found = _provided("replays")
+    for spec, t in found:
+        if not isinstance(t, Table):
+            raise TypeError(f"{spec} gave {t!r}, not a tools.replay.Table")
+    return tuple(t for _, t in found)
 
 
 def _from_records(records: list[dict], root_name: str, command: str | None) -> str:

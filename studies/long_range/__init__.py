@@ -68,6 +68,11 @@ SHORT = {name: lo <= 100 for name, lo, _, _ in SETS}
 ROOT = Path(__file__).resolve().parents[2]
 REPLAYED = "docs/results/long_range_lengths.md"  # the committed table: REPLAYS below draws it again
 CHANCE = "docs/results/long_range_chance.md"  # the most frequent answer of each ListOps test set (chance.py)
+CHANCE_JSON = Path(CHANCE).with_suffix(".json")  # what chance.py writes, and its table is drawn from
+CHANCE_COMMAND = "python -m studies.long_range.chance"
+RUNS = Path(
+    "docs/results/runs"
+)  # every experiment's records (chance.one_label_runs reads those scored on the essay split)
 TRAIN_POOL = 101_000  # dataset=listops_full: 90k + 1k + 10k expressions of seed 0
 
 
@@ -324,6 +329,63 @@ def one_label_markdown(name: str, found: dict) -> list[str]:
         lines += [f"| {r['experiment']} | {r['run']} | {r['label']} | {r['test_acc']:.4f} |" for r in found["runs"]]
     return lines
 
+
+def scored_on(root: Path, fingerprint: str):
+    """Each record of ``docs/results/runs/*.jsonl`` whose test predictions were scored on the split with this
+    fingerprint, as (its file, the record)."""
+    for path in sorted((root / RUNS).glob("*.jsonl")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            try:
+                record = json.loads(line) if line.strip() else {}
+            except json.JSONDecodeError as e:
+                raise ValueError(
+                    f"{path}:{number}: not a JSON record ({e.msg}): gather it again (tools.records)"
+                ) from None
+            scored = record.get("test_predictions")
+            if scored and scored.get("fingerprint") == fingerprint:
+                yield path, record
+
+
+def digest(root: Path, fingerprint: str) -> str:
+    """A fingerprint of what ``chance.one_label_runs`` reads on this split: every record's file, run and predictions. A
+    record gathered, replaced or removed since changes it."""
+    import hashlib
+
+    from tools.records import identity
+
+    lines = sorted(
+        f"{path.stem} {identity(record)} {record['test_predictions'].get('correct')}"
+        for path, record in scored_on(root, fingerprint)
+    )
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+
+
+def chance_is_current(root: Path) -> list[str]:
+    """One line for each set of the committed ``long_range_chance.json`` whose one-label runs were read from other
+    records than ``docs/results/runs/`` now holds on its split (gathered, replaced or removed since)."""
+    path = root / CHANCE_JSON
+    if not path.exists():
+        return []
+    problems = []
+    for made in json.loads(path.read_text())["sets"]:
+        block = made.get("one_label")
+        if not block:
+            continue
+        if "fingerprint" not in block or "read" not in block:
+            problems.append(
+                f"{CHANCE_JSON}: {made['set']}'s one-label runs do not say what they read: rerun {CHANCE_COMMAND}"
+            )
+            continue
+        if digest(root, block["fingerprint"]) != block["read"]:
+            now = sum(1 for _ in scored_on(root, block["fingerprint"]))
+            problems.append(
+                f"{CHANCE_JSON}: {made['set']}'s one-label runs were read from {block['records']} records, not the {now} "
+                f"{RUNS} now holds scored on that split: rerun {CHANCE_COMMAND}"
+            )
+    return problems
+
+
+CHECKS = [chance_is_current]  # tools.check_docs runs these beside the tables below (one line per problem)
 
 # the tables tools.check_docs replays: from the JSON that --out writes beside each
 REPLAYS = [

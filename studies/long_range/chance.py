@@ -35,15 +35,14 @@ from pathlib import Path
 import numpy as np
 
 from engine.evaluation import length_bucket
-from studies.long_range import CHANCE, LRA, ROOT, SETS, chance_markdown
+from studies.long_range import CHANCE_COMMAND as COMMAND
+from studies.long_range import CHANCE_JSON as OUT
+from studies.long_range import LRA, ROOT, SETS, chance_markdown, digest, scored_on
 
-OUT = Path(CHANCE).with_suffix(".json")  # and its table, docs/results/long_range_chance.md
 LONG_TRAIN_RECORDS = Path("docs/results/runs/long_train.jsonl")
 LENGTHS = Path("docs/results/long_range_lengths.json")
 ESSAY_RECORDS = Path("docs/results/runs/graph_choice_depth.jsonl")  # full-scale runs that kept the fingerprint
 ESSAY_EXPERIMENT = "graph_choice_depth"
-RUNS = Path("docs/results/runs")  # every experiment's records (one_label_runs reads those scored on the essay split)
-COMMAND = "python -m studies.long_range.chance"
 NUM = 1000  # expressions per studies.long_range set (its --num, as the committed table was scored)
 
 
@@ -164,36 +163,6 @@ def essay_sets(root: Path) -> list[dict]:
     ]
 
 
-def scored_on(root: Path, fingerprint: str):
-    """Each record of ``docs/results/runs/*.jsonl`` whose test predictions were scored on the split with this
-    fingerprint, as (its file, the record)."""
-    for path in sorted((root / RUNS).glob("*.jsonl")):
-        for number, line in enumerate(path.read_text().splitlines(), 1):
-            try:
-                record = json.loads(line) if line.strip() else {}
-            except json.JSONDecodeError as e:
-                raise ValueError(
-                    f"{path}:{number}: not a JSON record ({e.msg}): gather it again (tools.records)"
-                ) from None
-            scored = record.get("test_predictions")
-            if scored and scored.get("fingerprint") == fingerprint:
-                yield path, record
-
-
-def digest(root: Path, fingerprint: str) -> str:
-    """A fingerprint of what ``one_label_runs`` reads on this split: every record's file, run and predictions. A
-    record gathered, replaced or removed since changes it."""
-    import hashlib
-
-    from tools.records import identity
-
-    lines = sorted(
-        f"{path.stem} {identity(record)} {record['test_predictions'].get('correct')}"
-        for path, record in scored_on(root, fingerprint)
-    )
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
-
-
 def one_label_runs(root: Path, labels, fingerprint: str) -> dict:
     """Which runs of ``docs/results/runs/*.jsonl`` scored on this split are right on every example of one label
     and on no other: what always answering that label scores, example by example. A run recorded under several
@@ -240,29 +209,6 @@ def one_label_runs(root: Path, labels, fingerprint: str) -> dict:
         "runs": runs,
         "counts": dict(collections.Counter(r["experiment"] for r in runs)),
     }
-
-
-def stale(root: Path) -> list[str]:
-    """One line for each set of the committed ``long_range_chance.json`` whose one-label runs were read from other
-    records than ``docs/results/runs/`` now holds on its split (gathered, replaced or removed since)."""
-    path = root / OUT
-    if not path.exists():
-        return []
-    problems = []
-    for made in json.loads(path.read_text())["sets"]:
-        block = made.get("one_label")
-        if not block:
-            continue
-        if "fingerprint" not in block or "read" not in block:
-            problems.append(f"{OUT}: {made['set']}'s one-label runs do not say what they read: rerun {COMMAND}")
-            continue
-        if digest(root, block["fingerprint"]) != block["read"]:
-            now = sum(1 for _ in scored_on(root, block["fingerprint"]))
-            problems.append(
-                f"{OUT}: {made['set']}'s one-label runs were read from {block['records']} records, not the {now} "
-                f"{RUNS} now holds scored on that split: rerun {COMMAND}"
-            )
-    return problems
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -356,7 +356,7 @@ def test_the_essay_test_set_is_checked_example_by_example_against_its_records(tm
     assert made["one_label"] == {"fingerprint": fingerprint, "records": 1, "distinct": 1, "runs": [], "counts": {}}
     fours = {"n": 3, "fingerprint": scored["fingerprint"], "correct": "QA=="}  # 0b010: right on the 4 only
     other_set = dict(fours, fingerprint="f" * 16)  # another split's record is not read
-    (tmp_path / chance.RUNS / "training.jsonl").write_text(
+    (tmp_path / long_range.RUNS / "training.jsonl").write_text(
         "\n".join(
             json.dumps(r)
             for r in [
@@ -376,32 +376,35 @@ def test_the_essay_test_set_is_checked_example_by_example_against_its_records(tm
     assert made["one_label"]["read"] != read  # another record read: another fingerprint of the reading
     expected = {"fingerprint": fingerprint, "records": 2, "distinct": 2, "runs": [run], "counts": {"training": 1}}
     assert {k: v for k, v in made["one_label"].items() if k != "read"} == expected
-    (tmp_path / chance.OUT).write_text(json.dumps({"sets": [made]}))
-    assert chance.stale(tmp_path) == []  # read from the records that are there
+    (tmp_path / long_range.CHANCE_JSON).write_text(json.dumps({"sets": [made]}))
+    assert long_range.chance_is_current(tmp_path) == []  # read from the records that are there
+    from tools import replay
+
+    assert long_range.chance_is_current in replay.declared_checks()  # what tools.check_docs runs
     post = {"overrides": ["experiment=training", "model.norm=post", "seed=1"], "test_acc": 1 / 3}
     replaced = dict(post, test_predictions=dict(fours, correct="IA=="))  # the run again, right on the 9 instead
-    (tmp_path / chance.RUNS / "training.jsonl").write_text(json.dumps(replaced) + "\n")
-    (problem,) = chance.stale(tmp_path)  # as many records as before, but not the ones read
+    (tmp_path / long_range.RUNS / "training.jsonl").write_text(json.dumps(replaced) + "\n")
+    (problem,) = long_range.chance_is_current(tmp_path)  # as many records as before, but not the ones read
     assert problem == (
         "docs/results/long_range_chance.json: essay suite test's one-label runs were read from 2 records, "
         "not the 2 docs/results/runs now holds scored on that split: rerun python -m studies.long_range.chance"
     )
     # one run recorded under two experiments' names (tools.share) is listed once, and counted once
     shared = dict(post, test_predictions=fours)
-    (tmp_path / chance.RUNS / "training.jsonl").write_text(json.dumps(shared) + "\n")
-    (tmp_path / chance.RUNS / "training_copy.jsonl").write_text(json.dumps(shared) + "\n")
+    (tmp_path / long_range.RUNS / "training.jsonl").write_text(json.dumps(shared) + "\n")
+    (tmp_path / long_range.RUNS / "training_copy.jsonl").write_text(json.dumps(shared) + "\n")
     (made,) = chance.essay_sets(tmp_path)
     assert made["one_label"]["records"] == 3 and made["one_label"]["distinct"] == 2
     assert made["one_label"]["runs"] == [dict(run, experiment="training, training_copy")]
-    (tmp_path / chance.RUNS / "training_copy.jsonl").write_text("{not json\n")
+    (tmp_path / long_range.RUNS / "training_copy.jsonl").write_text("{not json\n")
     with pytest.raises(ValueError, match=r"training_copy.jsonl:1: not a JSON record .*: gather it again"):
         chance.essay_sets(tmp_path)
-    (tmp_path / chance.RUNS / "training_copy.jsonl").unlink()
-    (tmp_path / chance.RUNS / "training.jsonl").write_text(json.dumps(dict(post, test_predictions=fours)) + "\n")
+    (tmp_path / long_range.RUNS / "training_copy.jsonl").unlink()
+    (tmp_path / long_range.RUNS / "training.jsonl").write_text(json.dumps(dict(post, test_predictions=fours)) + "\n")
     (made,) = chance.essay_sets(tmp_path)
     page = "\n".join(long_range.one_label_markdown("essay suite test", made["one_label"]))
     assert "Of the 2 recorded runs" in page and "| training | model.norm=post seed=1 | 4 | 0.3333 |" in page
-    (tmp_path / chance.RUNS / "training.jsonl").unlink()
+    (tmp_path / long_range.RUNS / "training.jsonl").unlink()
     reordered = test.select([1, 0, 2])  # the same examples in another order are another split
     monkeypatch.setattr(chance, "experiment_splits", lambda root, experiment: {"test": reordered})
     with pytest.raises(SystemExit, match="not the set scored"):
