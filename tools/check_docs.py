@@ -667,8 +667,8 @@ def declared_checks() -> list[str]:
     for check in replay.declared_checks():
         try:
             problems += check(ROOT)
-        except ValueError as e:
-            problems.append(str(e))
+        except (ValueError, KeyError, TypeError) as e:  # a damaged or old-format input: one line, the check named
+            problems.append(f"{check.__module__}.{check.__name__}: {type(e).__name__}: {e}")
     return problems
 
 

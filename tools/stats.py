@@ -23,19 +23,22 @@ test sets), the test term falls back to the *unpaired* binomial variance of each
 errors on one test set are positively correlated. The verdict names the rule that judged it (``paired`` or
 ``unpaired``), and so does every table.
 
-A cell with one seed has no seed spread of its own. It borrows the other cell's when that has 2+ seeds (both seed
-terms then rest on that one estimate, and count once, with its k - 1 degrees of freedom); two cells of
-one seed each are *not judged* (``one seed each``), unless both are deterministic (a fixed pretrained model, a
-probe: no training randomness at all, ``deterministic=True``), where only the test term counts.
+A trained cell with one seed has no seed spread of its own. It borrows the other cell's when that is trained with
+2+ seeds that spread (both seed terms then rest on that one estimate, and count once, with its k - 1 degrees of
+freedom); against a deterministic cell, or seeds that all scored alike, it is *not judged* (``NO_SPREAD``: a spread
+of 0 would leave its own training randomness out), and two trained cells of one seed each are *not judged*
+(``one seed each``). Deterministic cells (a fixed pretrained model, a probe: no training randomness at all,
+``deterministic=True``) have no seed term: two of them are judged on the test term alone.
 
 ``against(cell, target)`` is the same rule with one side: a cell against a fixed number (a target, a published
 score).
 
 ``tests/tools/test_stats.py`` calibrates the rule: simulated null comparisons (one config twice; two models of equal
 accuracy whose errors fall on different examples; one config twice whose seeds exchange which examples are right),
-seed spreads of 0.1 to 1.0 points, are called findings 3-5% of the time (docs/results/calibration.md); the rule the
-essay used before (a pooled sigma, 2 standard errors, the test term divided by the seeds) calls up to 12%, and the
-unpaired conservative one 0-3%. ``calibrate()`` prints the same table.
+seed spreads of 0.1 to 1.0 points, are called findings 3.2-5.1% of the time (docs/results/calibration.md); the rule
+the essay used before (a pooled sigma, 2 standard errors, the test term divided by the seeds) calls up to 12%, the
+unpaired conservative one 0-3%, and this rule's own unpaired fallback (the same pairs, predictions withheld:
+``FALLBACK``) 0-1.7%, with little power. ``calibrate()`` prints the same table.
 
     from tools.stats import Cell, compare
     v = compare(Cell([0.57, 0.58, 0.59], correct=matrix_a), Cell([0.55, 0.56, 0.57], correct=matrix_b))
@@ -55,6 +58,7 @@ from engine.predictions import decode_correct
 
 LEVEL = 0.05  # two-sided
 NOT_JUDGED = "one seed each: not judged"
+NO_SPREAD = "one seed against no seed spread: not judged"  # a deterministic cell, or seeds that all agree
 LEVEL_ANSWER = "no difference measurable here"
 
 
@@ -168,9 +172,10 @@ def compare(a: Cell, b: Cell, level: float = LEVEL) -> Verdict:
         return Verdict(None, None, "not run yet")
     diff = a.mean - b.mean
     va, vb = a.seed_var, b.seed_var
-    if va is None and vb is None:
-        if not (a.deterministic or b.deterministic):
-            return Verdict(diff, None, NOT_JUDGED)
+    if va is None or vb is None:  # a trained cell of one seed: a spread to borrow, or no verdict
+        other = b if va is None else a
+        if other.seed_var is None or other.deterministic or not other.seed_var:
+            return Verdict(diff, None, NOT_JUDGED if other.seed_var is None else NO_SPREAD)
     va = vb if va is None else va  # one seed on one side: it borrows the other side's spread
     vb = va if vb is None else vb
     dfa = (a.k - 1) if a.k > 1 else (b.k - 1)

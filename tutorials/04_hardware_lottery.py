@@ -201,12 +201,13 @@ else:
 # * The size of the lottery depends on the machine. On the 2-core CPU (measured, the table above),
 #   dense wins on the complete graph by 2.3x <!-- ref: bench/results/cpu-2core/summary.md > complete > n=16 --> to 24x <!-- ref: bench/results/cpu-2core/summary.md > complete > n=1024 --> (n = 1,024), about one order of magnitude. On sparse
 #   graphs sparse is clearly faster from n = 64-256 (none from 64, tree and window from 128, kNN from
-#   256); at n = 16-32 the two are within this table's noise (a repeat of the same impl, its `auto`
+#   256); at n = 16-32 the two are within this table's noise on the tree, window and none graphs, and
+#   dense is faster on kNN (a repeat of the same impl, its `auto`
 #   column, differs by up to a quarter: 0.75 <!-- ref: bench/results/cpu-2core/summary.md > complete > n=16@1 --> on the complete graph at n = 16).
 #   On an H100 (`python -m bench.hardware_lottery --device cuda`, bench/results/nvidia-h100/), message
 #   passing written in stock torch (`models/torch_mp.py`: PyPI's DGL has no CUDA build) costs 15x <!-- ref: bench/results/nvidia-h100/attention.md > d64 > complete > n=64 --> to 91x <!-- ref: bench/results/nvidia-h100/attention.md > d64 > complete > n=4096 --> dense on the complete graph, and it beats dense on a window
 #   graph only from n = 1,024. Against stock-torch message passing the GPU's lottery is up to two orders of
-#   magnitude; against DGL's kernels it is measured only on the CPU, up to one. The two are not like for
+#   magnitude; against DGL's kernels it is measured only on the CPU, about one. The two are not like for
 #   like: on the CPU the stock-torch code takes about 4-5x DGL's time on the complete graph
 #   (bench/results/cpu-2core/attention.md), and DGL's kernels have not been timed on a GPU, so whether
 #   the GPU draws a larger lottery against DGL is not measured.

@@ -379,8 +379,9 @@ def chance_is_current(root: Path) -> list[str]:
         if digest(root, block["fingerprint"]) != block["read"]:
             now = sum(1 for _ in scored_on(root, block["fingerprint"]))
             problems.append(
-                f"{CHANCE_JSON}: {made['set']}'s one-label runs were read from {block['records']} records, not the {now} "
-                f"{RUNS} now holds scored on that split: rerun {CHANCE_COMMAND}"
+                f"{CHANCE_JSON}: {made['set']}'s one-label runs were read from other records than the {now} {RUNS} "
+                f"now holds on that split (gathered, replaced or removed since; {block['records']} read): rerun "
+                f"{CHANCE_COMMAND}"
             )
     return problems
 

@@ -386,8 +386,9 @@ def test_the_essay_test_set_is_checked_example_by_example_against_its_records(tm
     (tmp_path / long_range.RUNS / "training.jsonl").write_text(json.dumps(replaced) + "\n")
     (problem,) = long_range.chance_is_current(tmp_path)  # as many records as before, but not the ones read
     assert problem == (
-        "docs/results/long_range_chance.json: essay suite test's one-label runs were read from 2 records, "
-        "not the 2 docs/results/runs now holds scored on that split: rerun python -m studies.long_range.chance"
+        "docs/results/long_range_chance.json: essay suite test's one-label runs were read from other records than "
+        "the 2 docs/results/runs now holds on that split (gathered, replaced or removed since; 2 read): rerun "
+        "python -m studies.long_range.chance"
     )
     # one run recorded under two experiments' names (tools.share) is listed once, and counted once
     shared = dict(post, test_predictions=fours)

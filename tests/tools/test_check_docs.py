@@ -333,3 +333,21 @@ def test_sst_syntax_table_wants_a_gold_and_a_dep_result_of_one_checkpoint_per_se
         sst_seeds_table(dep, gold)
     with pytest.raises(ValueError, match="pair 0: "):
         sst_seeds_table(gold, {**dep, "checkpoint": run.replace("seed=0", "seed=1")})
+
+
+def test_a_declared_check_that_breaks_on_its_input_is_one_line(monkeypatch):
+    """A study's check (tools.replay.declared_checks) that meets a damaged or old-format file is one problem line
+    naming the check, not a traceback; a check's own problems pass through."""
+    from tools import replay
+
+    def damaged(root):
+        return {}["sets"]
+
+    def fine(root):
+        return ["docs/results/x.json: read from other records: rerun python -m studies.x"]
+
+    monkeypatch.setattr(replay, "declared_checks", lambda: [damaged, fine])
+    assert check_docs.declared_checks() == [
+        f"{__name__}.damaged: KeyError: 'sets'",
+        "docs/results/x.json: read from other records: rerun python -m studies.x",
+    ]

@@ -140,6 +140,13 @@ def test_one_seed_each_is_not_judged_but_borrows_a_spread():
     # the two seed terms are one estimate on B's 2 degrees of freedom, not two independent ones (df 4)
     borrowed = compare(Cell([0.6], n=10**9), Cell([0.50, 0.51, 0.52], n=10**9))
     assert borrowed.df == pytest.approx(2, abs=0.01)
+    # no spread to borrow: a deterministic cell, or seeds that all scored alike, leave A's training randomness out
+    fixed = Cell([0.5], n=10_000, deterministic=True)
+    assert compare(Cell([0.6], n=10_000), fixed).verdict == stats.NO_SPREAD
+    assert compare(fixed, Cell([0.6], n=10_000)).verdict == stats.NO_SPREAD
+    assert compare(Cell([0.6], n=10_000), Cell([0.5, 0.5, 0.5], n=10_000)).verdict == stats.NO_SPREAD
+    both = compare(fixed, Cell([0.6], n=10_000, deterministic=True))  # two fixed models: the test term alone
+    assert both.verdict == "B higher" and both.parts["seeds_a"] == both.parts["seeds_b"] == 0
 
 
 def test_deterministic_cells_have_only_the_test_term():
