@@ -228,6 +228,8 @@ CLAIMS = [  # (suite, experiment, comparison, verdict, difference in points as t
     ("full", "training", "pre-LN - post-LN, warmup 0.0", "no difference measurable here", -0.1),  # ref: docs/results/essay.md > training; pre-LN - post-LN, warmup 0.0 > difference
     ("full", "training", "post-LN: scaled - unscaled dot product", "A higher", 3.2),  # ref: docs/results/essay.md > training; post-LN: scaled - unscaled dot product > difference
     ("full", "training", "pre-LN: scaled - unscaled dot product", "no difference measurable here", 1.0),  # ref: docs/results/essay.md > training; pre-LN: scaled - unscaled dot product > difference
+    ("full", "training", "post-LN: warmup 0.05 - none", "A higher", 2.6),  # ref: docs/results/essay.md > training; post-LN: warmup 0.05 - none > difference
+    ("full", "training", "pre-LN - post-LN, warmup 0.05", "B higher", -1.7),  # ref: docs/results/essay.md > training; pre-LN - post-LN, warmup 0.05 > difference
     ("full", "positional", "complete: lap_pe - sinusoidal", "B higher", -17.5),  # ref: docs/results/essay.md > positional; complete: lap_pe - sinusoidal > difference
     ("full", "positional", "tree: lap_pe - sinusoidal", "B higher", -18.8),  # ref: docs/results/essay.md > positional; tree: lap_pe - sinusoidal > difference
     ("small", "graph_choice", "transformer: tree - complete", "no difference measurable here", 2.9),  # ref: docs/results/small/essay.md > graph_choice; transformer: tree - complete > difference
