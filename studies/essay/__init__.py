@@ -29,6 +29,7 @@ from tools.replay import Table
 from tools.results_table import collect, from_records, grid_keys
 
 ROOT = Path(__file__).resolve().parents[2]
+PARTLY = "records, partly carried"  # an experiment whose records do not yet hold every cell its carried rows read
 EXPERIMENTS = (
     "graph_choice",
     "graph_choice_depth",
@@ -126,10 +127,16 @@ def answers(prefix: str = "", previous: dict | None = None) -> dict:
     """Judge every comparison from each experiment's runs (``runs_of``). An experiment with neither run
     directories nor records keeps its rows and compute from ``previous`` (the essay.json written before),
     when that holds any of its runs: it is *carried*, judged again from its rows' accuracies (no predictions:
-    the unpaired rule), and ``sources`` says so."""
+    the unpaired rule), and ``sources`` says so.
+
+    An experiment whose records are coming in part by part (``tools.queue``) while its rows were carried is
+    *partly carried*: a row both of whose cells the records hold is scored from them; a row with a cell they do
+    not hold yet keeps its carried accuracies (marked ``carried``), and the runs those came from stay in the
+    experiment's compute (``carried_compute``) until no row is carried."""
     previous = previous or {}
     kept = {r["experiment"] for r in previous.get("comparisons", []) if r["a_acc"] or r["b_acc"]}
     kept |= {name for name, c in previous.get("compute", {}).items() if c["runs"]}
+    before = {(r["experiment"], r["compared"]): r for r in previous.get("comparisons", [])}
     runs_by_exp, sources = {}, {}
     for name in EXPERIMENTS:
         runs, source = runs_of(prefix, name)
@@ -141,16 +148,23 @@ def answers(prefix: str = "", previous: dict | None = None) -> dict:
     every = [r for runs in runs_by_exp.values() for r in runs]
     sizes = [n for n in map(stats.test_size, every) if n] or [previous.get("test_examples") or 0]
     test_examples = min(sizes) or None  # the carried rows' test split: the suite's
-    rows = []
+    rows, partly = [], set()
     for exp, what, a_want, b_want in COMPARISONS:
-        if exp in carried:
-            for r in previous["comparisons"]:
-                if r["experiment"] == exp and r["compared"] == what:
-                    cells = (stats.Cell(r[side], n=test_examples) for side in ("a_acc", "b_acc"))
-                    rows.append({**{k: r[k] for k in ("experiment", "compared", "a", "b", "a_acc", "b_acc")}})
-                    rows[-1].update(judged(*cells))
+        old = before.get((exp, what))
+        if exp in carried and old is None:
             continue
-        a, b = matching(runs_by_exp[exp], a_want), matching(runs_by_exp[exp], b_want)
+        runs = runs_by_exp.get(exp, [])
+        a, b = matching(runs, a_want), matching(runs, b_want)
+        then = previous.get("sources", {}).get(exp)  # a row carried before: its experiment was, or the row was
+        carry = exp in carried or (
+            not (a and b) and old is not None and (then == "carried" or (then == PARTLY and old.get("carried")))
+        )
+        if carry:
+            cells = (stats.Cell(old[side], n=test_examples) for side in ("a_acc", "b_acc"))
+            rows.append({**{k: old[k] for k in ("experiment", "compared", "a", "b", "a_acc", "b_acc")}})
+            rows[-1].update(judged(*cells), carried=True)
+            partly |= {exp} - set(carried)
+            continue
         row = {"experiment": exp, "compared": what, "a": a_want, "b": b_want}
         row.update(a_acc=[r["test_acc"] for r in a], b_acc=[r["test_acc"] for r in b])
         row.update(judged(stats.cell_of(a, test_examples), stats.cell_of(b, test_examples)))
@@ -160,20 +174,28 @@ def answers(prefix: str = "", previous: dict | None = None) -> dict:
         for name, runs in runs_by_exp.items()
     }
     compute.update({name: previous["compute"][name] for name in carried})
+    was = previous.get("sources", {})
+    carried_compute = {  # the earlier runs a partly carried experiment's carried rows come from
+        name: previous["compute"][name] if was.get(name) == "carried" else previous["carried_compute"][name]
+        for name in sorted(partly)
+    }
+    for name, c in carried_compute.items():
+        sources[name] = PARTLY
+        compute[name] = {k: compute[name][k] + c[k] for k in ("runs", "train_hours")}
     unique = {records.identity(r) for r in every}  # a run copied into several experiments, once
+    earlier = [previous["compute"][name] for name in carried] + list(carried_compute.values())
     result = {
         "suite": prefix.rstrip("/") or "full",
         "unique_runs": {
-            "runs": len(unique) + sum(compute[name]["runs"] for name in carried),
-            "train_hours": (
-                sum(t or 0 for _, t in unique) + sum(compute[name]["train_hours"] * 3600 for name in carried)
-            )
-            / 3600,
+            "runs": len(unique) + sum(c["runs"] for c in earlier),
+            "train_hours": (sum(t or 0 for _, t in unique) + sum(c["train_hours"] * 3600 for c in earlier)) / 3600,
         },
         "test_examples": test_examples,
         "comparisons": rows,
         "compute": compute,
     }
+    if carried_compute:
+        result["carried_compute"] = carried_compute
     if any(source != "run directories" for source in sources.values()):
         result["sources"] = sources
     return result
@@ -204,7 +226,7 @@ def report(result: dict, command: str, wall: float | None = None) -> str:
         answer = {"A higher": "**A higher**", "B higher": "**B higher**"}.get(r["verdict"], r["verdict"])
         lines.append(
             f"| {r['experiment']} | {r['compared']} | {_acc(r['a_acc'])} | {_acc(r['b_acc'])} | {diff} | {noise} "
-            f"| {r.get('rule') or '–'} | {answer} |"
+            f"| {', '.join(x for x in (r.get('rule'), r.get('carried') and 'carried') if x) or '–'} | {answer} |"
         )
     lines += ["", "**Compute** (training time summed over runs, one CPU thread per run)", ""]
     lines += ["| experiment | runs | training hours |", "|---|---|---|"]
@@ -212,7 +234,7 @@ def report(result: dict, command: str, wall: float | None = None) -> str:
     for name, c in sorted(result["compute"].items(), key=lambda item: order.get(item[0], len(order))):
         lines.append(f"| {name} | {c['runs']} | {c['train_hours']:.2f} |")
     unique, sources = result["unique_runs"], result.get("sources", {})
-    carried = [name for name, source in sources.items() if source == "carried"]
+    carried = [name for name, source in sources.items() if source in ("carried", PARTLY)]
     label = "a run directory copied into several experiments counts once"
     if carried:
         label = "a run copied into several experiments counts once, except among the carried ones"
@@ -225,6 +247,8 @@ def report(result: dict, command: str, wall: float | None = None) -> str:
             "run directories": "scored from their run directories (`multirun/`)",
             "records": "scored from their committed per-run records (`docs/results/runs/`)",
             "carried": "carried from the essay.json before: neither their run directories nor records are here",
+            PARTLY: "scored from their committed records where those hold both cells of a row; the rows marked "
+            "`carried` keep the essay.json before's accuracies until they do, and their earlier runs stay in the compute",
             "none": "not run",
         }
         lines += ["", "**Sources**", ""]

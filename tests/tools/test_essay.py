@@ -174,6 +174,59 @@ def test_records_score_an_experiment_and_the_rest_is_carried(tmp_path, monkeypat
     assert "- carried from the essay.json before" in text and ": graph_choice, neural_syntax" in text
 
 
+def test_a_carried_experiment_whose_records_come_in_part_by_part(tmp_path, monkeypatch):
+    """graph_choice was carried; its records now hold the Transformer's tree and complete cells but no GCN run:
+    the Transformer's row is scored from the records, GCN's keeps its carried accuracies (marked), and the 2
+    earlier runs stay in the compute until the records hold both of GCN's cells."""
+
+    def row(compared, a_acc, b_acc):
+        return {"experiment": "graph_choice", "compared": compared, "a": {}, "b": {}, "a_acc": a_acc, "b_acc": b_acc}
+
+    previous = {
+        "test_examples": 10000,
+        "sources": {"graph_choice": "carried"},
+        "compute": {"graph_choice": {"runs": 2, "train_hours": 1.0}},
+        "comparisons": [
+            row("transformer: tree - complete", [0.60, 0.61, 0.62], [0.50, 0.51, 0.52]),
+            row("gcn: complete - window", [0.50, 0.51], [0.52, 0.53]),
+        ],
+    }
+    for seed in range(3):
+        _record(tmp_path, "graph_choice", ["model=transformer", "graph=tree", f"seed={seed}"], 0.67, 100.0 + seed)
+        _record(tmp_path, "graph_choice", ["model=transformer", "graph=complete", f"seed={seed}"], 0.57, 200.0 + seed)
+    monkeypatch.setattr(essay, "ROOT", tmp_path)
+    result = json.loads(json.dumps(essay.answers("", previous), sort_keys=True))  # as essay.json keeps it
+    rows = {r["compared"]: r for r in result["comparisons"] if r["experiment"] == "graph_choice"}
+    tree = rows["transformer: tree - complete"]
+    assert tree["a_acc"] == [0.67] * 3 and "carried" not in tree
+    gcn = rows["gcn: complete - window"]
+    assert gcn["a_acc"] == [0.50, 0.51] and gcn["carried"] is True and gcn["rule"] == "unpaired"
+    assert [c for c, r in rows.items() if r.get("carried")] == ["gcn: complete - window"]
+    assert rows["gat: complete - knn"]["a_acc"] == rows["gat: complete - knn"]["b_acc"] == []  # not run yet
+    assert result["sources"]["graph_choice"] == essay.PARTLY
+    assert result["carried_compute"] == {"graph_choice": {"runs": 2, "train_hours": 1.0}}
+    assert result["compute"]["graph_choice"] == {"runs": 8, "train_hours": pytest.approx(1.0 + 906 / 3600)}
+    assert result["unique_runs"]["runs"] == 6 + 2
+    text = essay.table_from_json(result)
+    assert "| gcn: complete - window | 0.505 ± 0.007 (n=2) | 0.525 ± 0.007 (n=2) | -2.0 |" in text
+    assert "| unpaired, carried | no difference measurable here |" in text
+    assert "rows marked `carried` keep" in text and ": graph_choice" in text
+
+    # a part later (the essay.json before is now partly carried): one GCN cell is in, the row stays carried
+    _record(tmp_path, "graph_choice", ["model=gcn", "graph=complete", "seed=0"], 0.55, 50.0)
+    again = json.loads(json.dumps(essay.answers("", result), sort_keys=True))
+    gcn = next(r for r in again["comparisons"] if r["compared"] == "gcn: complete - window")
+    assert gcn["carried"] is True and again["carried_compute"] == result["carried_compute"]
+    assert again["compute"]["graph_choice"]["runs"] == 9
+    # both GCN cells in: nothing is carried, the earlier runs leave the compute
+    _record(tmp_path, "graph_choice", ["model=gcn", "graph=window", "seed=0"], 0.54, 50.0)
+    done = json.loads(json.dumps(essay.answers("", again), sort_keys=True))
+    gcn = next(r for r in done["comparisons"] if r["compared"] == "gcn: complete - window")
+    assert "carried" not in gcn and gcn["a_acc"] == [0.55] and gcn["b_acc"] == [0.54]
+    assert done["sources"]["graph_choice"] == "records" and "carried_compute" not in done
+    assert done["compute"]["graph_choice"]["runs"] == 8
+
+
 def test_records_with_predictions_are_judged_paired(tmp_path, monkeypatch):
     """Records that kept their per-example test predictions on one split are compared example by example: the
     row says ``paired`` and its verdict is compare's on the decoded predictions; a record without them sends
