@@ -322,6 +322,11 @@ def of_before(line: str, start: int) -> tuple[re.Match, int] | None:
     return (m, len(REF.findall(line[m.end(2) : start]))) if m else None
 
 
+# a reference to a time (a column "training hours", "wall (s)", a key "train_seconds"): hours are hours, not a
+# fraction or a percentage, so its number is compared as is
+UNIT = re.compile(r"hour|second|minute|\bwall\b|\((?:s|ms|min|h)\)", re.IGNORECASE)
+
+
 def check_refs() -> list[str]:
     """Every ``<!-- ref: ... -->``: the number just before it is the cell or JSON value it names; after a
     "mean ± std" (``0.577 ± 0.007 <!-- ref: ... -->``), both are the cell's first two numbers; for
@@ -358,7 +363,7 @@ def check_refs() -> list[str]:
                     continue
                 if of:
                     written = [of[0][1 + of[1]].replace(",", "")]
-                as_is = where.endswith(PRODUCED_WHERE)  # hours are hours, not a fraction or a percentage
+                as_is = where.endswith(PRODUCED_WHERE) or bool(UNIT.search(spec.rsplit(">", 1)[-1]))
                 for k, w in enumerate(written):
                     if len(found) <= k or not same(w, found[k], scaled=not as_is):
                         problems.append(

@@ -374,6 +374,26 @@ def test_a_reference_to_a_difference_of_two_run_records(tmp_path, monkeypatch):
     assert problem.startswith("README.md:1: says 1.9,") and "has 0.0169" in problem
 
 
+def test_a_time_in_a_table_is_compared_as_is(tmp_path, monkeypatch):
+    """A cell under "training hours" or "wall (s)", or a key naming seconds, is a time: 0.5 h is not 50 h. An
+    accuracy may still be written as a percentage (57.7 for 0.577)."""
+    page = _results_page(
+        tmp_path,
+        monkeypatch,
+        "| experiment | runs | training hours | acc | wall (s) |\n|---|---|---|---|---|\n| t | 4 | 0.50 | 0.577 | 3.2 |\n",
+    )
+    hours = "<!-- ref: docs/results/t.md > t > training hours -->"
+    acc = "<!-- ref: docs/results/t.md > t > acc -->"
+    wall = "<!-- ref: docs/results/t.md > t > wall (s) -->"
+    page.write_text(f"It took 0.5 {hours} h and 3.2 {wall} s for 57.7 {acc}%.\n")
+    assert check_docs.check_refs() == []
+    page.write_text(f"It took 50 {hours} h and 320 {wall} s for 57.7 {acc}%.\n")
+    assert check_docs.check_refs() == [
+        "README.md:1: says 50, docs/results/t.md:3 has 0.50",
+        "README.md:1: says 320, docs/results/t.md:3 has 3.2",
+    ]
+
+
 def test_a_reference_to_a_results_pages_runs_and_training_hours(tmp_path, monkeypatch):
     page = _results_page(
         tmp_path,
