@@ -12,9 +12,9 @@ feed-forward 1536, GELU, learned absolute positions and token types, a WordPiece
 
 Soft syntax (issue 33), two options that keep the complete graph and add the sentence's tree as a hint:
 
-* ``structure_bias=dep|tree`` (Graphormer's spatial bias, Ying et al. 2021): a learned scalar b^l_h(t)
-  per layer l, head h and tree-distance bucket t of the two pieces' words (``data.wordpiece.DIST_BUCKETS``:
-  0, 1, 2, 3, 4+, not connected, [CLS]/[SEP]), added to the attention logit of the edge before the
+* ``structure_bias=dep|tree`` (after Graphormer's spatial bias, Ying et al. 2021, which shares it across layers):
+  a learned scalar b^l_h(t) per layer l, head h and tree-distance bucket t of the two pieces' words
+  (``data.wordpiece.DIST_BUCKETS``: 0, 1, 2, 3, 4+, not connected, [CLS]/[SEP]), added to the attention logit of the edge before the
   softmax. It starts at zero, so step 0 is the pretrained model exactly.
 * ``syntax_layers=N`` (late fusion, Sachan et al. 2020): N pre-LN blocks of the repository's own
   aggregator (``syntax_aggregator``: transformer | gat, ``models/encoder.py``'s ``Block``) over the final

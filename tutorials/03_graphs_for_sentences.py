@@ -167,7 +167,8 @@ print(f"wrote {tree_png.relative_to(ROOT)}")
 #
 # Instead of restricting *who talks to whom*, a graph can be handed to the model as a feature: each
 # token gets a vector that describes where it sits in the graph, and attention stays complete. This is
-# how Graph Transformers see structure (Dwivedi et al., 2020). tagnn has two such encodings, both with
+# how Graph Transformers see structure (Dwivedi & Bresson, 2020; the Laplacian encoding is benchmarked in
+# Dwivedi et al., 2020). tagnn has two such encodings, both with
 # the signature `(src, dst, n, k) -> (n, k)`, computed on the undirected graph without self loops:
 #
 # * `laplacian_pe`: the eigenvectors of the normalised Laplacian $L = I - D^{-1/2} A D^{-1/2}$ with
