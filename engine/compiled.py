@@ -11,7 +11,8 @@ What cannot be compiled runs eagerly, said once in the log: a batch ``impl=auto`
 layer's features) and structural positions (lap_pe: a random sign per graph). Evaluation stays eager.
 
 On a GPU the mode is ``reduce-overhead`` (CUDA graphs: one launch replays the whole forward); on the CPU
-the default mode (the CPU gains nothing measurable: issue 48).
+the default mode (issue 48). What compiling gains on the CPU is not measured here: the committed CPU bench
+(``bench/results/cpu-2core/anchor.md``) times eager loops only.
 
 ``trainer.device_batches``: the batches are made on the model's device (``data.device_batches``), not by DGL
 (validation and test too: ``engine.evaluation.predict`` runs :func:`device_logits` on them); :func:`check_device_batches` says where that cannot apply. Eagerly, :class:`DeviceDense` runs

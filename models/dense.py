@@ -81,9 +81,10 @@ BUCKET_LINEAR_MAX = 256  # ... up to this many nodes, then to one of 8 sizes per
 
 def bucket_length(n: int) -> int:
     """The padded length a compiled step gives a batch whose largest graph has ``n`` nodes: the next multiple
-    of 16 up to 256 (ListOps' 100 tokens: 7 shapes, < 16 rows of padding), then the next multiple of 1/8 of
-    n's octave (257 -> 288, 1000 -> 1024): a few shapes per octave, so the compiled (CUDA-graphed) step is
-    re-made a bounded number of times, at most 12.5% more rows (27% more n x n pairs) than ``n``."""
+    of 16 up to 256 (ListOps' 100 tokens: 7 shapes, < 16 rows of padding, a large share of a short graph's:
+    17 -> 32), then the next multiple of 1/8 of n's octave (257 -> 288, 1000 -> 1024): a few shapes per octave,
+    so the compiled (CUDA-graphed) step is re-made a bounded number of times; above 256, under 12.5% more rows
+    (under 27% more n x n pairs) than ``n``."""
     n = max(int(n), 1)
     if n <= BUCKET_LINEAR_MAX:
         return -(-n // BUCKET_STEP) * BUCKET_STEP

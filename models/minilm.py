@@ -24,8 +24,8 @@ Soft syntax (issue 33), two options that keep the complete graph and add the sen
 
 Both are new parameters next to pretrained ones. The bias's learning rate is ``optim.lr`` times
 ``structure_bias_lr_scale`` (``param_groups``): at the fine-tuning rate of 3e-5 a scalar moves by at most
-~0.01 in a run, no hint at all. The fusion blocks learn at ``optim.lr``, as the fresh classifier does (at a
-scaled rate their zero-initialised residual branches diverged on a toy task).
+~0.01 in a run, no hint at all. The fusion blocks learn at ``optim.lr``, as the fresh classifier does (a
+scaled rate for them was not measured in a committed run).
 
 ``Attention`` is ``models.aggregators.DotProductAttention`` (``models/aggregators/transformer.py``), the
 ``transformer`` aggregator itself: its W_Q, W_K, W_V and output projection O are BERT's query, key,

@@ -415,10 +415,11 @@ def learning_rate_section(plain: list[dict], others: list[dict], base_lr: str) -
     listing = ", ".join(
         f"{lr}: val {100 * scored[lr]['best_val_acc']:.2f} (test {100 * scored[lr]['test_acc']:.2f})" for lr in order
     )
-    verdict = (
-        f"the recipe's {base_lr} is the best on validation and stays"
+    verdict = (  # one seed per lr: the highest number, not a judged difference
+        f"the recipe's {base_lr} scores highest on validation (one seed, not judged) and stays"
         if best == base_lr
-        else f"{best} is better on validation than the recipe's {base_lr}; the grid above was run at {base_lr}"
+        else f"{best} scores higher on validation than the recipe's {base_lr} (one seed, not judged); the grid above "
+        f"was run at {base_lr}"
     )
     return ["", "## Learning rate", "", f"Binary SST, complete graph, seed 0 — {listing}: {verdict}."]
 

@@ -369,7 +369,8 @@ def test_a_checkout_with_fewer_runs_keeps_the_committed_pretrained_graphs_table(
 
 
 @pytest.mark.parametrize(
-    ("other_val", "verdict"), [(0.85, "the recipe's 3e-05 is the best"), (0.90, "5e-05 is better")]
+    ("other_val", "verdict"),
+    [(0.85, "the recipe's 3e-05 scores highest on validation (one seed, not judged)"), (0.90, "5e-05 scores higher")],
 )
 def test_pretrained_graphs_learning_rate_is_judged_on_validation(other_val, verdict):
     """The lr grid's verdict follows validation, not test (the other lr always has the better test score)."""
