@@ -31,7 +31,8 @@ Exits non-zero, naming the file, the line and both values, when
 5. **a check a study declares fails** (``CHECKS`` beside its ``REPLAYS``, ``tools.replay.declared_checks``): for
    ``studies.long_range``, ``long_range_chance.json``'s one-label runs were read from other records than
    ``docs/results/runs/`` now holds on that split (gathered, replaced or removed since): rerun
-   ``python -m studies.long_range.chance``.
+   ``python -m studies.long_range.chance``; for ``studies.pretrained_graphs`` and ``studies.soft_syntax``, their JSON's
+   ``comparisons`` are not what the rule gives today from the same cells (``tools.replay.judged_as_committed``).
 
     python -m tools.check_docs                   # check; exit 1 with one line per problem
     python -m tools.check_docs --write-headline  # read the headline numbers again, rewrite both tables

@@ -167,6 +167,40 @@ def tables(root: Path, extra: tuple[Table, ...] | None = None) -> list[Table]:
     return out + [t for t in others if t.table not in sealed]  # a sealed one waits for its source
 
 
+def judged_as_committed(
+    root: Path, rel: str, judge: Callable[[Path, dict], list[dict]], command: str, key: str = "comparisons"
+) -> list[str]:
+    """One line when the committed JSON ``rel`` holds under ``key`` other verdicts than ``judge(root, data)`` gives
+    today from the rest of the same file (the rule of ``tools.stats`` or the cells changed since the JSON was
+    written, and only its table was drawn again); none when they agree or the file is absent. A study lists such a
+    check in its ``CHECKS``."""
+    path = root / rel
+    if not path.is_file():
+        return []
+    data = json.loads(path.read_text())
+    committed = data.pop(key, None)
+    now = judge(root, data)
+    if committed == now:
+        return []
+    committed = committed or []
+    at = next((i for i, (a, b) in enumerate(zip(committed, now)) if a != b), min(len(committed), len(now)))
+    was = committed[at] if at < len(committed) else "nothing"
+    is_now = now[at] if at < len(now) else "nothing"
+    return [
+        f"{rel}: its {key} are not what the rule gives today from the same cells ({len(committed)} committed, "
+        f"{len(now)} now; first at #{at}: {_short(was)} -> {_short(is_now)}): rerun {command}"
+    ]
+
+
+def _short(row) -> str:
+    """A comparison row in one line: its names, its difference and noise, and its verdict."""
+    if not isinstance(row, dict):
+        return str(row)
+    names = {k: v for k, v in row.items() if isinstance(v, (str, dict)) and k != "verdict"}
+    sizes = " ".join(f"{k} {row[k]:.4g}" for k in ("diff", "noise") if isinstance(row.get(k), (int, float)))
+    return f"{json.dumps(names, sort_keys=True)} {sizes} {row.get('verdict')!r}"
+
+
 def compare(root: Path, t: Table) -> list[str]:
     """One problem (the first differing line) when the committed table differs from its replay."""
     path = root / t.table

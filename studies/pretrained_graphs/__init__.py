@@ -38,7 +38,7 @@ from pathlib import Path
 
 import yaml
 
-from tools.replay import Table
+from tools.replay import Table, judged_as_committed
 from tools.stats import Cell, Verdict, cell_of, compare, target_verdict
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -536,6 +536,18 @@ def replay_table(pg: dict) -> str:
     figure = f"\n![test accuracy by graph](../figures/{EXPERIMENT}.png)\n"
     return markdown(pg, f"make experiment E={EXPERIMENT}") + figure
 
+
+def comparisons_are_current(root: Path) -> list[str]:
+    """``tools.check_docs``: the committed JSON's ``comparisons`` are what ``comparisons`` gives today from its cells."""
+    return judged_as_committed(
+        root,
+        f"docs/results/{EXPERIMENT}.json",
+        lambda _root, data: comparisons(data),
+        f"python -m studies.{EXPERIMENT} --table-only",
+    )
+
+
+CHECKS = [comparisons_are_current]  # tools.check_docs runs these beside the table below (one line per problem)
 
 # the table tools.check_docs replays
 REPLAYS = [

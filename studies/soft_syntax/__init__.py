@@ -45,7 +45,7 @@ from studies.pretrained_graphs import (
     stats,
     verdict_text,
 )
-from tools.replay import Table
+from tools.replay import Table, judged_as_committed
 from tools.stats import Verdict, target_verdict
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -546,6 +546,21 @@ def time_section(path: Path | dict) -> list[str]:
     lines += ["", f"{shared}: differences under about 10% are timing noise."]
     return lines
 
+
+def comparisons_are_current(root: Path) -> list[str]:
+    """``tools.check_docs``: the committed JSON's ``comparisons`` are what ``comparisons`` gives today from its cells
+    and pretrained_graphs' committed reference cells."""
+
+    def judge(root: Path, data: dict) -> list[dict]:
+        reference = reference_cells(root / REFERENCE.relative_to(ROOT))
+        return comparisons({**data, "reference": {f"{d}/{g}": c for (d, g), c in reference.items()}})
+
+    return judged_as_committed(
+        root, f"docs/results/{EXPERIMENT}.json", judge, f"python -m studies.{EXPERIMENT} --table-only"
+    )
+
+
+CHECKS = [comparisons_are_current]  # tools.check_docs runs these beside the tables below (one line per problem)
 
 # the table tools.check_docs replays
 REPLAYS = [

@@ -279,3 +279,36 @@ def test_a_checkout_without_the_runs_keeps_its_committed_table(tmp_path, monkeyp
             ss.main(["--runs", str(where), "--out", str(out), "--time", "sst_binary"])
     assert committed.read_bytes() == before
     assert sorted(p.name for p in out.iterdir()) == ["soft_syntax.json"]
+
+
+def test_a_json_whose_verdicts_another_rule_wrote_is_caught_by_check_docs(tmp_path):
+    """pretrained_graphs' and soft_syntax's JSON keep their ``comparisons`` beside the cells; when the rule changes
+    and only the table is drawn again, ``tools.check_docs`` names the file, the first stale row and the command."""
+    from studies import pretrained_graphs as pg
+    from tests.conftest import ROOT as root
+    from tools import replay
+
+    checks = {"pretrained_graphs": pg.comparisons_are_current, "soft_syntax": ss.comparisons_are_current}
+    assert all(check in replay.declared_checks() for check in checks.values())  # what tools.check_docs runs
+    assert all(check(tmp_path) == [] for check in checks.values())  # no JSON there: nothing to check
+    results = tmp_path / "docs" / "results"
+    results.mkdir(parents=True)
+    for name in checks:
+        (results / f"{name}.json").write_text((root / "docs" / "results" / f"{name}.json").read_text())
+    assert all(check(tmp_path) == [] for check in checks.values())  # the committed files are current
+    for name, check in checks.items():
+        path = results / f"{name}.json"
+        kept = path.read_text()
+        data = json.loads(kept)
+        data["comparisons"][1]["noise"] /= 3**0.5  # as the old rule divided the test set's error by the seeds
+        path.write_text(json.dumps(data))
+        (problem,) = check(tmp_path)
+        assert problem.startswith(f"docs/results/{name}.json: its comparisons are not what the rule gives today")
+        assert "first at #1:" in problem and problem.endswith(f"rerun python -m studies.{name} --table-only")
+        path.write_text(
+            json.dumps({**json.loads(kept), "comparisons": json.loads(kept)["comparisons"][:-1]})
+        )  # a row lost
+        (problem,) = check(tmp_path)
+        n = len(json.loads(kept)["comparisons"])
+        assert f"({n - 1} committed, {n} now; first at #{n - 1}: nothing ->" in problem
+        path.write_text(kept)
