@@ -290,7 +290,7 @@ def _grid_table(plain: list[dict], datasets: list[str], graphs: list[str], comma
         "(docs/architecture.md, 'A pretrained family's data path').",
         "",
         "Test accuracy (%), mean ± std over the seeds that finished, and the best validation accuracy of those "
-        "runs. 'not run yet': no run of that cell has finished (the full grid is ~8 h on 2 cores; see "
+        "runs. 'not run yet': no run of that cell has finished (its cost: "
         "'Compute' below).",
         "",
         "| dataset | " + " | ".join(graphs) + " |",
@@ -321,7 +321,7 @@ def _compute_section(cells: list[dict], runs: list[dict]) -> list[str]:
             left += max(0, len(c.get("seeds_planned", [])) - finished) * EPOCHS * TRAIN_SIZES[c["settings"]["dataset"]]
         lines.append(
             f"Measured: {1 / rate:.1f} training examples per second over the finished runs (one thread each, "
-            f"2 cores shared with other jobs; validation and test scoring not included). The runs not finished "
+            f"2 cores, the machine's load not recorded; validation and test scoring not included). The runs not finished "
             f"need about {left * rate / 3600:.1f} h more of training at that rate, one run at a time "
             "(`make experiment E=pretrained_graphs` goes on where it stopped)."
         )
@@ -440,7 +440,8 @@ def against_complete_section(plain: list[dict], datasets: list[str], graphs: lis
         "each are not judged). `rule`: `paired` where both cells' runs kept their per-example test predictions, "
         "else `unpaired` (each cell's binomial test error, not divided by its seeds). Cost: training seconds per "
         "example against the "
-        "complete graph's, from the runs' wall times on 2 cores shared with other jobs (so ±20% is timing noise; "
+        "complete graph's, from the runs' wall times on 2 cores under loads not recorded (one config's seeds "
+        "differ by up to 2× in the Runs table, so these ratios can be off by 2× or more; "
         "the ratios measured side by side on one batch are in [bench/results/cpu-2core/pretrained.md]"
         "(../../bench/results/cpu-2core/pretrained.md), `make bench`).",
         "",

@@ -1013,7 +1013,7 @@ def _introduction(main_r: dict, others: list[dict]) -> list[str]:
         cmds.strip(),
         "```",
         "",
-        "Wall time of each analysis (one thread, 2 shared cores): "
+        "Wall time of each analysis (one thread, 2 cores): "
         + ", ".join(f"{_label(r)} {r['seconds']:.0f} s" for r in [main_r, *others] if "seconds" in r)
         + ". `make pretrained_syntax` first trains the from-scratch model if `SYNTAX_RUN` holds no checkpoint: "
         "`python train.py experiment=sst graph=complete model=transformer seed=0 logger=none "

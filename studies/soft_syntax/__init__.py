@@ -335,7 +335,7 @@ def comparison_section(cells: list[dict], ref: dict) -> list[str]:
         "where both cells' runs kept their per-example test predictions, else `unpaired` (each cell's binomial "
         "test error, not divided by its seeds); the complete and hard dep runs kept none. Time: training seconds "
         "per example against the complete graph's (wall times on 2 cores "
-        "shared with 4 other helpers' jobs, and the complete runs were timed under another load: this ratio can be "
+        "under loads not recorded, the complete runs' at another time: this ratio can be "
         "off by 2× or more; the side-by-side measurement below is the cost).",
         "",
         "| dataset | cell | seeds | vs complete | noise | verdict | vs hard dep | noise | verdict | rule "
