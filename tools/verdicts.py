@@ -402,6 +402,12 @@ COMPARISONS: list[Comparison | Family | Target] = [
     # docs/real_sentences.md: TREC's best cell from scratch against Kim 2014's CNN over pretrained word vectors
     Target("real_sentences", "trec: treelstm dep - published cnn", R("trec", "graph=dep; model=treelstm"),
            "trec_kim_cnn_published"),
+    # docs/real_sentences.md: the Tree-LSTM from scratch on phrase labels against Tai et al.'s, words randomly
+    # initialised (the like-for-like anchor)
+    Target("real_sentences", "sst_tai sst: treelstm - published random-init tree-lstm",
+           R("sst_tai", "dataset=sst; trainer.phrase_loss=True"), "sst5_tai_random_published"),
+    Target("real_sentences", "sst_tai sst_binary: treelstm - published random-init tree-lstm",
+           R("sst_tai", "dataset=sst_binary; trainer.phrase_loss=True"), "sst_binary_tai_random_published"),
     # docs/listops.md: the complete-graph Transformer against the published Transformer (a published mean, no seeds
     # or test set of its own here)
     Target("listops", "transformer complete - published transformer", R(LS, "graph=complete; model=transformer"),
