@@ -69,6 +69,9 @@ NS = (16, 32, 64, 128, 256, 512, 1024)
 # the attention section: (heads, head dim, dtype on a GPU); float32 on the CPU
 SHAPES = {"d64, 4 heads": (4, 16, torch.float32), "MiniLM, 12 heads of 32": (12, 32, torch.bfloat16)}
 ATTENTION_IMPLS = ("torch_mp", "dgl_sparse", "sdpa_dense")
+# how far a repeat of the same impl moved in the committed CPU table (its `auto` column times the chosen impl again:
+# 0.75x at worst, bench/results/cpu-2core/summary.md): a crossover is read beyond it too
+REPEAT_NOISE = 0.25
 
 
 # --------------------------------------------------------------------------------------------
@@ -305,7 +308,9 @@ def attention_steps(graph: str, n: int, tokens: int, heads: int, dim: int, dtype
     return steps, b, b * len(src)
 
 
-def measure_attention(args, device, sparse: bool) -> list[dict]:
+def measure_attention(args, device, sparse: bool) -> tuple[list[dict], list[str]]:
+    """The attention cells' timings (one row per implementation), and the cells not measured, each with why (over
+    ``--attn-max-edges``, or out of GPU memory): the table's '–' says which, not only the log."""
     rows, skipped = [], []
     for shape, (heads, dim, gpu_dtype) in SHAPES.items():
         dtype = gpu_dtype if device.type == "cuda" else torch.float32
@@ -334,7 +339,7 @@ def measure_attention(args, device, sparse: bool) -> list[dict]:
             "or out of memory: " + ", ".join(skipped),
             flush=True,
         )
-    return rows
+    return rows, skipped
 
 
 def attention_summary(rows: list[dict]) -> list[str]:
@@ -528,7 +533,7 @@ def summary(rows, overheads, training, memory, machine, args, attention=()) -> s
     ns = sorted({r["n"] for r in rows})
     out = [
         f"Machine: {machine}. {args.model} block, d={args.dim}, {args.heads} heads, {args.tokens} tokens per "
-        f"batch, median of {args.repeat} forward+backward passes. `impl=auto` threshold: dense when edge density "
+        f"batch in the layer section, median of {args.repeat} forward+backward passes. `impl=auto` threshold: dense when edge density "
         f">= {args.threshold}.",
         "",
     ]
@@ -539,7 +544,7 @@ def summary(rows, overheads, training, memory, machine, args, attention=()) -> s
             "| graph | " + " | ".join(f"n={n}" for n in ns) + " |",
             "|---|" + "---|" * len(ns),
         ]
-        crossovers = {}
+        crossovers, clear = {}, {}
         for graph in graphs:
             cells = []
             for n in ns:
@@ -554,15 +559,20 @@ def summary(rows, overheads, training, memory, machine, args, attention=()) -> s
                 cells.append(cell)
                 if ratio < 1 and graph not in crossovers:
                     crossovers[graph] = n
+                if ratio < 1 - REPEAT_NOISE and graph not in clear:
+                    clear[graph] = n
             out.append(f"| {graph} | " + " | ".join(cells) + " |")
         out += [
             "",
             "Crossover (smallest n where sparse beats dense): "
             + (", ".join(f"{g}: n={n}" for g, n in crossovers.items()) if crossovers else "none measured")
+            + f". Beyond a repeat's noise (sparse / dense below {1 - REPEAT_NOISE:.2f}): "
+            + (", ".join(f"{g}: n={n}" for g, n in clear.items()) if clear else "none measured")
             + ".",
         ]
     if attention:
-        out += attention_summary(attention)
+        tokens = f"{args.attn_tokens} tokens per batch in the d64 shape, twice that in MiniLM's on a GPU"
+        out += ["", f"Attention section: {tokens} (`attention.md`).", *attention_summary(attention)]
     if memory:
         out += [
             "",
@@ -692,17 +702,20 @@ def main(argv=None) -> int:
     if rows:
         write_csv(out / "layer.csv", rows)
     start = time.perf_counter()
-    attention = [] if "attention" in args.skip else measure_attention(args, device, args.dgl_on_device)
+    attention, unmeasured = (
+        ([], []) if "attention" in args.skip else measure_attention(args, device, args.dgl_on_device)
+    )
     if attention:  # its own table too, so the section can be rerun alone (--skip layers memory overheads training)
         write_csv(out / "attention.csv", attention)
         command = invocation("hardware_lottery", argv)
         head = (
             f"`{command.strip()}` on {machine}: {time.perf_counter() - start:.0f} s, load average "
-            f"{os.getloadavg()[0]:.1f} at the end (other jobs share the machine). Median of {args.repeat} "
+            f"{os.getloadavg()[0]:.1f} at the end. Median of {args.repeat} "
             f"forward + backward passes of one attention layer on the same q, k, v; {args.attn_tokens} tokens per "
             "batch (MiniLM's shape: twice that on a GPU), batch = tokens // n copies of one graph of n tokens."
         )
-        (out / "attention.md").write_text("\n".join([head, *attention_summary(attention)]) + "\n")
+        why = [f"\nNot measured ('–' in the tables): {', '.join(unmeasured)}."] if unmeasured else []
+        (out / "attention.md").write_text("\n".join([head, *attention_summary(attention), *why]) + "\n")
     memory = {(r["graph"], r["impl"], r["n"]): r["peak_mib"] for r in rows if "peak_mib" in r}
     overheads = [] if "overheads" in args.skip else measure_overheads(args, device, args.ns)
     training = [] if "training" in args.skip else measure_training(args, args.impls)

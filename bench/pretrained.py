@@ -219,11 +219,7 @@ def summary(impl_rows, graph_rows, machine: str, command: str, load: str = "") -
         f"`{command}` on {machine}. Median of the timed repeats after a warm-up; one step = forward, "
         "mean pooling, loss = squared norm, backward. Each row's `max |diff|` is the check that the "
         "implementations compute the same thing (vs HF in the first table, sparse vs dense in the second).",
-        *(
-            [f"Load average of the machine (1 min) at start and end: {load}: other processes shared the cores."]
-            if load
-            else []
-        ),
+        *([f"Load average of the machine (1 min) at start and end: {load}."] if load else []),
         "",
         "## Same batch, complete graph",
         "",

@@ -64,6 +64,12 @@ def test_hardware_lottery_attention_section_has_all_three_where_dgl_runs(tmp_pat
     assert lottery.main([*big, "--attn-graphs", "complete", "--attn-max-edges", "100"]) == 0
     (line,) = skip_lines(capsys.readouterr().out)  # every cell over the cap, in one line
     assert "over --attn-max-edges" in line and "complete/n=16" in line
+    assert "Not measured" not in (tmp_path / "attention.md").read_text()  # every cell measured: no such line
+    part = ["--quick", "--skip", "layers", "memory", "overheads", "training", "--out", str(tmp_path / "part")]
+    assert lottery.main([*part, "--attn-graphs", "complete", "tree", "--attn-max-edges", "300"]) == 0
+    page = (tmp_path / "part" / "attention.md").read_text()  # the tree's cells under the cap, the complete graph's over
+    (why,) = [line for line in page.splitlines() if line.startswith("Not measured ('–' in the tables): ")]
+    assert "complete/n=16 (0.0M edges)" in why and "tree/" not in why
 
 
 def test_scaling_without_sparse_skips_it_in_one_line(tmp_path, monkeypatch, capsys):
@@ -116,3 +122,23 @@ def test_cuda_asked_without_a_gpu_is_one_line(monkeypatch):
     monkeypatch.setattr(machine.torch.cuda, "is_available", lambda: False)
     with pytest.raises(SystemExit, match="torch sees no GPU"):
         machine.pick_device("cuda")
+
+
+def test_the_crossover_is_read_twice_below_one_and_beyond_a_repeats_noise():
+    """The layer table's crossover line: the smallest n where sparse / dense is below 1, and the smallest where it
+    is below 1 - REPEAT_NOISE (a ratio of 0.97 is a repeat's noise, not a crossover)."""
+    from types import SimpleNamespace
+
+    ratios = {("tree", 16): 0.97, ("tree", 32): 0.6, ("knn", 16): 2.0, ("knn", 32): 0.8}
+    rows = [
+        {"graph": g, "n": n, "impl": impl, "ms": r if impl == "sparse" else 1.0}
+        for (g, n), r in ratios.items()
+        for impl in ("sparse", "dense")
+    ]
+    args = SimpleNamespace(model="transformer", dim=64, heads=4, tokens=4096, repeat=5, threshold=0.07)
+    text = lottery.summary(rows, [], [], {}, "a machine", args)
+    (line,) = [line for line in text.splitlines() if line.startswith("Crossover")]
+    assert line == (
+        "Crossover (smallest n where sparse beats dense): tree: n=16, knn: n=32. "
+        "Beyond a repeat's noise (sparse / dense below 0.75): tree: n=32."
+    )
