@@ -53,6 +53,8 @@ def _comparisons() -> list[tuple[str, str, dict, dict]]:
             out.append(
                 ("graph_choice", f"{m}: complete - {g}", {"model": m, "graph": "complete"}, {"model": m, "graph": g})
             )
+        # the old ranking's second step: does a learned neighbourhood beat none at all?
+        out.append(("graph_choice", f"{m}: knn - none", {"model": m, "graph": "knn"}, {"model": m, "graph": "none"}))
     for g in ("complete", "tree"):
         for deep, shallow in (("4", "2"), ("8", "4"), ("12", "8")):
             a, b = {"graph": g, "model.num_layers": deep}, {"graph": g, "model.num_layers": shallow}
