@@ -319,7 +319,7 @@ def measure_attention(args, device, sparse: bool) -> tuple[list[dict], list[str]
             for n in args.attn_ns:
                 edges = max(1, tokens // n) * len(one_graph(graph, n)[0])
                 if edges > args.attn_max_edges:
-                    skipped.append(f"{shape}/{graph}/n={n} ({edges / 1e6:.1f}M edges)")
+                    skipped.append(f"{shape}/{graph}/n={n} ({edges:,} edges)")
                     continue
                 steps, b, edges = attention_steps(graph, n, tokens, heads, dim, dtype, device, sparse)
                 for impl, step in steps.items():
@@ -564,7 +564,7 @@ def summary(rows, overheads, training, memory, machine, args, attention=()) -> s
             out.append(f"| {graph} | " + " | ".join(cells) + " |")
         out += [
             "",
-            "Crossover (smallest n where sparse beats dense): "
+            "Crossover (smallest n where sparse / dense < 1): "
             + (", ".join(f"{g}: n={n}" for g, n in crossovers.items()) if crossovers else "none measured")
             + f". Beyond a repeat's noise (sparse / dense below {1 - REPEAT_NOISE:.2f}): "
             + (", ".join(f"{g}: n={n}" for g, n in clear.items()) if clear else "none measured")
@@ -705,8 +705,9 @@ def main(argv=None) -> int:
     attention, unmeasured = (
         ([], []) if "attention" in args.skip else measure_attention(args, device, args.dgl_on_device)
     )
-    if attention:  # its own table too, so the section can be rerun alone (--skip layers memory overheads training)
-        write_csv(out / "attention.csv", attention)
+    if attention or unmeasured:  # its own table too, so the section can be rerun alone (--skip layers ...)
+        if attention:
+            write_csv(out / "attention.csv", attention)
         command = invocation("hardware_lottery", argv)
         head = (
             f"`{command.strip()}` on {machine}: {time.perf_counter() - start:.0f} s, load average "

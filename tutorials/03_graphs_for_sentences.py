@@ -167,7 +167,7 @@ print(f"wrote {tree_png.relative_to(ROOT)}")
 #
 # Instead of restricting *who talks to whom*, a graph can be handed to the model as a feature: each
 # token gets a vector that describes where it sits in the graph, and attention stays complete. This is
-# how Graph Transformers see structure (Dwivedi & Bresson, 2020; the Laplacian encoding is benchmarked in
+# how Graph Transformers see structure (Dwivedi & Bresson, 2021; the Laplacian encoding is benchmarked in
 # Dwivedi et al., 2020). tagnn has two such encodings, both with
 # the signature `(src, dst, n, k) -> (n, k)`, computed on the undirected graph without self loops:
 #
@@ -305,7 +305,8 @@ print(f"wrote {chain_png.relative_to(ROOT)}")
 #
 # * A graph construction is a hypothesis about which tokens should talk; `graph=` swaps it without
 #   touching the model. The results tables of docs/essay.md test them on ListOps (the complete graph, the
-#   tree and the window at full scale; kNN and no edges so far at small scale only).
+#   tree, the window, kNN and no edges at full scale for the Transformer; GAT's and GCN's kNN and no edges so far
+#   at small scale only).
 # * Structure can also enter as positions: `model.positional=lap_pe|random_walk_pe` with
 #   `model.pe_graph=tree|chain|graph` (see `conf/experiment/positional.yaml`).
 # * On a chain, Laplacian positions are cosines of the position, like the sinusoidal encoding, but

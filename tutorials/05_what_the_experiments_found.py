@@ -103,7 +103,7 @@ import json  # noqa: E402
 from tools.stats import NOT_JUDGED, Cell, compare  # noqa: E402  (the one rule: docs/statistics.md)
 
 ANSWERS = {}
-RECOMPUTED = 0  # the unpaired rows; the paired ones are read as committed
+RECOMPUTED = PAIRED = 0  # the unpaired rows recomputed here; the paired ones read as committed
 for suite in ("", "small/"):
     path = ROOT / "docs" / "results" / suite / "essay.json"
     if not path.is_file():
@@ -114,10 +114,11 @@ for suite in ("", "small/"):
     for row in result["comparisons"]:
         if row.get("rule") == "paired":  # example by example: needs the records' predictions, so read the row
             diff, noise, verdict = row["diff"], row["noise"], row["verdict"]
+            PAIRED += 1
         else:  # no predictions kept: each cell's own seeds, and its binomial error not divided by the seeds
             v = compare(Cell(row["a_acc"], n=n), Cell(row["b_acc"], n=n))
             diff, noise, verdict = v.diff, v.noise, v.verdict
-            RECOMPUTED += 1
+            RECOMPUTED += row.get("rule", "").startswith("unpaired")  # judged rows only, not 'not run yet'
         assert verdict == row["verdict"], (row["compared"], verdict, row["verdict"])
         ANSWERS[(result["suite"], row["experiment"], row["compared"])] = (
             diff,
@@ -132,7 +133,8 @@ for suite in ("", "small/"):
             print(f"  {row['experiment']:18s} {row['compared']:40s} {100 * diff:+6.1f}         {verdict}")
 print(
     f"{RECOMPUTED} unpaired comparisons recomputed, every verdict agrees with the committed one; "
-    f"{len(ANSWERS) - RECOMPUTED} paired ones read as committed (they need the records' predictions)"
+    f"{PAIRED} paired ones read as committed (they need the records' predictions); "
+    f"{len(ANSWERS) - RECOMPUTED - PAIRED} not judged (one seed a side, or not run yet)"
 )
 
 # %% [markdown]

@@ -441,7 +441,7 @@ def against_complete_section(plain: list[dict], datasets: list[str], graphs: lis
         "else `unpaired` (each cell's binomial test error, not divided by its seeds). Cost: training seconds per "
         "example against the "
         "complete graph's, from the runs' wall times on 2 cores under loads not recorded (one config's seeds "
-        "differ by up to 2× in the Runs table, so these ratios can be off by 2× or more; "
+        "differ by more than 2× in the Runs table, so these ratios can be off by 2× or more; "
         "the ratios measured side by side on one batch are in [bench/results/cpu-2core/pretrained.md]"
         "(../../bench/results/cpu-2core/pretrained.md), `make bench`).",
         "",

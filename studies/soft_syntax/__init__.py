@@ -555,6 +555,8 @@ def comparisons_are_current(root: Path) -> list[str]:
         reference = reference_cells(root / REFERENCE.relative_to(ROOT))
         return comparisons({**data, "reference": {f"{d}/{g}": c for (d, g), c in reference.items()}})
 
+    if (root / f"docs/results/{EXPERIMENT}.json").is_file() and not (root / REFERENCE.relative_to(ROOT)).is_file():
+        return [f"docs/results/{EXPERIMENT}.json: its reference cells' file {REFERENCE.relative_to(ROOT)} is missing"]
     return judged_as_committed(
         root, f"docs/results/{EXPERIMENT}.json", judge, f"python -m studies.{EXPERIMENT} --table-only"
     )

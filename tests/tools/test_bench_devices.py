@@ -64,12 +64,14 @@ def test_hardware_lottery_attention_section_has_all_three_where_dgl_runs(tmp_pat
     assert lottery.main([*big, "--attn-graphs", "complete", "--attn-max-edges", "100"]) == 0
     (line,) = skip_lines(capsys.readouterr().out)  # every cell over the cap, in one line
     assert "over --attn-max-edges" in line and "complete/n=16" in line
+    capped = (tmp_path / "capped" / "attention.md").read_text()  # no cell measured: the page says why, no table
+    assert "Not measured ('–' in the tables): " in capped and not (tmp_path / "capped" / "attention.csv").exists()
     assert "Not measured" not in (tmp_path / "attention.md").read_text()  # every cell measured: no such line
     part = ["--quick", "--skip", "layers", "memory", "overheads", "training", "--out", str(tmp_path / "part")]
     assert lottery.main([*part, "--attn-graphs", "complete", "tree", "--attn-max-edges", "300"]) == 0
     page = (tmp_path / "part" / "attention.md").read_text()  # the tree's cells under the cap, the complete graph's over
     (why,) = [line for line in page.splitlines() if line.startswith("Not measured ('–' in the tables): ")]
-    assert "complete/n=16 (0.0M edges)" in why and "tree/" not in why
+    assert "complete/n=16 (1,024 edges)" in why and "tree/" not in why
 
 
 def test_scaling_without_sparse_skips_it_in_one_line(tmp_path, monkeypatch, capsys):
@@ -139,6 +141,6 @@ def test_the_crossover_is_read_twice_below_one_and_beyond_a_repeats_noise():
     text = lottery.summary(rows, [], [], {}, "a machine", args)
     (line,) = [line for line in text.splitlines() if line.startswith("Crossover")]
     assert line == (
-        "Crossover (smallest n where sparse beats dense): tree: n=16, knn: n=32. "
+        "Crossover (smallest n where sparse / dense < 1): tree: n=16, knn: n=32. "
         "Beyond a repeat's noise (sparse / dense below 0.75): tree: n=32."
     )

@@ -312,3 +312,26 @@ def test_a_json_whose_verdicts_another_rule_wrote_is_caught_by_check_docs(tmp_pa
         n = len(json.loads(kept)["comparisons"])
         assert f"({n - 1} committed, {n} now; first at #{n - 1}: nothing ->" in problem
         path.write_text(kept)
+
+
+def test_a_json_judged_again_tolerates_the_last_bits_and_names_a_missing_reference(tmp_path):
+    """``judged_as_committed``: a float that moved in its last bits is the same judgement, a file with no
+    comparisons and none to make is current, and soft_syntax without pretrained_graphs' cells says so."""
+    from tests.conftest import ROOT as root
+    from tools.replay import judged_as_committed
+
+    results = tmp_path / "docs" / "results"
+    results.mkdir(parents=True)
+    row = {"dataset": "trec", "diff": 0.1, "noise": 0.05, "verdict": "A higher"}
+    (results / "x.json").write_text(json.dumps({"cells": [], "comparisons": [row]}))
+    moved = [{**row, "diff": 0.1 + 1e-15}]
+    assert judged_as_committed(tmp_path, "docs/results/x.json", lambda _r, _d: moved, "rerun x") == []
+    (problem,) = judged_as_committed(tmp_path, "docs/results/x.json", lambda _r, _d: [{**row, "diff": 0.2}], "x")
+    assert "first at #0:" in problem and "diff 0.1 " in problem and "diff 0.2 " in problem
+    (results / "x.json").write_text(json.dumps({"cells": []}))  # no comparisons kept, and none to make
+    assert judged_as_committed(tmp_path, "docs/results/x.json", lambda _r, _d: [], "rerun x") == []
+    (results / "soft_syntax.json").write_text((root / "docs" / "results" / "soft_syntax.json").read_text())
+    (problem,) = ss.comparisons_are_current(tmp_path)  # pretrained_graphs.json is not there
+    assert problem == (
+        "docs/results/soft_syntax.json: its reference cells' file docs/results/pretrained_graphs.json is missing"
+    )
