@@ -182,7 +182,8 @@ def judged_as_committed(
     now = judge(root, data)
     if _rounded(committed) == _rounded(now):  # the last bits of a float may move with a library's build
         return []
-    at = next((i for i, (a, b) in enumerate(zip(committed, now)) if a != b), min(len(committed), len(now)))
+    pairs = zip(committed, now)
+    at = next((i for i, (a, b) in enumerate(pairs) if _rounded(a) != _rounded(b)), min(len(committed), len(now)))
     was = committed[at] if at < len(committed) else "nothing"
     is_now = now[at] if at < len(now) else "nothing"
     return [

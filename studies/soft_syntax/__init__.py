@@ -88,14 +88,18 @@ def reference_cells(path: Path) -> dict[tuple[str, str], dict]:
     return out
 
 
+def reference_of(path: Path) -> dict[str, dict]:
+    """``reference_cells`` keyed as the JSON keeps them: ``"dataset/graph"``."""
+    return {f"{d}/{g}": c for (d, g), c in reference_cells(path).items()}
+
+
 def build(runs_dir: Path, conf: Path, reference: Path) -> dict:
     runs, cells = collect(runs_dir, conf)
-    ref = reference_cells(reference)
     return {
         "runs": runs,
         "cells": list(cells.values()),
         "chosen_scale": chosen_scale(conf),
-        "reference": {f"{d}/{g}": c for (d, g), c in ref.items()},
+        "reference": reference_of(reference),
     }
 
 
@@ -552,8 +556,7 @@ def comparisons_are_current(root: Path) -> list[str]:
     and pretrained_graphs' committed reference cells."""
 
     def judge(root: Path, data: dict) -> list[dict]:
-        reference = reference_cells(root / REFERENCE.relative_to(ROOT))
-        return comparisons({**data, "reference": {f"{d}/{g}": c for (d, g), c in reference.items()}})
+        return comparisons({**data, "reference": reference_of(root / REFERENCE.relative_to(ROOT))})
 
     if (root / f"docs/results/{EXPERIMENT}.json").is_file() and not (root / REFERENCE.relative_to(ROOT)).is_file():
         return [f"docs/results/{EXPERIMENT}.json: its reference cells' file {REFERENCE.relative_to(ROOT)} is missing"]
@@ -609,7 +612,7 @@ def main(argv=None) -> int:
     if args.table_only:  # the committed cells and runs; the figure stays as it is
         data = json.loads((args.out / f"{EXPERIMENT}.json").read_text())
         data.pop("comparisons", None)
-        data["reference"] = {f"{d}/{g}": c for (d, g), c in reference_cells(args.reference).items()}
+        data["reference"] = reference_of(args.reference)
     else:
         data = build(args.runs, args.conf, args.reference)
         src = figure_run(data, args.runs)
