@@ -38,7 +38,13 @@ records, not ``multirun/``, say what is done:
 that have no line in ``docs/results/runs/E.jsonl``; ``--max-runs`` caps the part; ``--jobs`` trains runs side by
 side (each with ``OMP_NUM_THREADS`` = cores / jobs, its output in ``multirun/E/.logs/``); ``--shard K/N``
 keeps the Kth of every N runs of the plan (by place in the plan, before ``--missing`` and ``--max-runs``, so a
-shard is the same runs in every part): N checkouts or machines split the grid and no run is trained twice. A part
+shard is the same runs in every part): N checkouts or machines split the grid and no run is trained twice.
+``--only KEY=V1,V2`` (repeatable) keeps the runs of the plan that set KEY to one of those values, before the
+shards are cut, so that the runs one comparison needs train first and the shards share them evenly:
+
+    python -m tools.experiment aggregation --missing --only graph=tree --only model=sum,mean,max --shard 1/2
+
+A part
 writes its runs' records when it ends; the runs of another checkout join them with
 ``python -m tools.records OTHER/multirun/E E`` (stamped with that checkout's commit), and ``--table-only`` then
 draws the table. A sealed table (``tools.seals``) stays sealed, its rows held, until the records hold every
@@ -130,6 +136,31 @@ def share(runs: list[list[str]], shard: tuple[int, int]) -> list[list[str]]:
     return runs[k - 1 :: n]
 
 
+def only_of(text: str) -> tuple[str, tuple[str, ...]]:
+    """``--only KEY=V1,V2`` -> ``(KEY, (V1, V2))``."""
+    key, eq, values = text.partition("=")
+    picked = tuple(v for v in values.split(",") if v)
+    if not eq or not key or not picked:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE[,VALUE]; write e.g. --only graph=tree")
+    return key, picked
+
+
+def select(name: str, runs: list[list[str]], only: list[tuple[str, tuple[str, ...]]]) -> list[list[str]]:
+    """The runs that set every ``only`` key to one of its values (all of them when ``only`` is empty). A key no run
+    sets, or values no run takes, stop here in one line that names what the plan holds."""
+    for key, values in only:
+        held = {o.partition("=")[2] for run in runs for o in run if o.partition("=")[0] == key}
+        if not held:
+            keys = sorted({o.partition("=")[0] for run in runs for o in run} - {"experiment", "trainer.resume"})
+            raise SystemExit(f"error: --only {key}=...: no run of {name} sets {key}; its runs set {', '.join(keys)}")
+        if not held & set(values):
+            raise SystemExit(
+                f"error: --only {key}={','.join(values)} matches no run of {name}; its {key} values: "
+                f"{', '.join(sorted(held))}"
+            )
+    return [run for run in runs if all(any(o in {f"{k}={v}" for v in vs} for o in run) for k, vs in only)]
+
+
 def shard_of(text: str) -> tuple[int, int]:
     """``--shard K/N`` -> ``(K, N)``, 1 <= K <= N."""
     try:
@@ -211,6 +242,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--shard", type=shard_of, default=(1, 1), metavar="K/N", help="train the Kth of every N runs (N checkouts)"
     )
+    parser.add_argument(
+        "--only",
+        type=only_of,
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="train only the runs that set KEY to one of the values (repeatable; before --shard)",
+    )
     args = parser.parse_args(argv)
     if args.max_runs < 0 or args.jobs < 1:
         parser.error("--max-runs must be >= 0 and --jobs >= 1")
@@ -221,7 +260,9 @@ def main(argv: list[str] | None = None) -> int:
     name = f"{prefix}{args.name}"
     start_all = time.perf_counter()
     at = records.commit()  # the commit the runs run at (HEAD when they start)
-    one_by_one = args.missing or args.max_runs or args.jobs > 1 or args.shard != (1, 1)
+    if args.only and args.table_only:
+        parser.error("--only picks runs to train and --table-only trains none: leave one out")
+    one_by_one = args.missing or args.max_runs or args.jobs > 1 or args.shard != (1, 1) or args.only
     if not args.table_only and not one_by_one:
         for k, grid in enumerate(grids, start=1):
             cmd = [sys.executable, "train.py", "-m", f"experiment={args.name}", *grid]
@@ -233,7 +274,8 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             print(f"[{k}/{len(grids)}] done in {time.perf_counter() - start:.0f} s", flush=True)
     elif not args.table_only:
-        todo = share(planned(args.name, args.overrides), args.shard)  # by place in the plan: fixed across parts
+        plan = select(args.name, planned(args.name, args.overrides), args.only)
+        todo = share(plan, args.shard)  # by place in the (selected) plan: fixed across parts
         if args.missing:
             have = None
             if args.redo_unpredicted:  # a record without predictions counts as missing
@@ -251,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     write_records(name, at)
     left, total = missing(args.name, args.overrides), len(planned(args.name, args.overrides))
     rest = ["--missing", *(["--shard", "/".join(map(str, args.shard))] if args.shard != (1, 1) else [])]
+    rest += [f"--only={key}={','.join(values)}" for key, values in args.only]
     if left and f"docs/results/{name}.md" in seals.read_sealed(ROOT):  # a sealed table waits for all its runs
         print(
             f"records: {total - len(left)} of {total} runs of {name} recorded in {records.RUNS}/{name}.jsonl; "

@@ -20,6 +20,11 @@ written before they were kept), so that the paired rule of ``tools.stats`` can j
 Before it trains an experiment, the queue copies into its records every run of its plan that another experiment
 has already recorded, with predictions, under another name (``tools.share``: the same config, seed for seed);
 ``--no-share`` trains them all.
+
+``--only E:KEY=V1,V2`` (repeatable) trains only E's runs that set KEY to one of the values, so that the runs one
+comparison needs come first (``tools.experiment --only``; the shards split the selected runs):
+
+    python -m tools.queue heads aggregation --only heads:model.num_heads=1 --only aggregation:graph=tree --shard 1/2
 """
 
 from __future__ import annotations
@@ -32,13 +37,24 @@ import time
 from tools import experiment, records, share
 
 
-def left_of(name: str, shard: tuple[int, int], redo_unpredicted: bool = False) -> list[list[str]]:
-    """The runs of ``name``'s plan in shard ``(K, N)`` still to train: no committed record, or (``redo_unpredicted``)
-    a record without test predictions."""
+def left_of(
+    name: str, shard: tuple[int, int], redo_unpredicted: bool = False, only: list[tuple[str, tuple[str, ...]]] = ()
+) -> list[list[str]]:
+    """The runs of ``name``'s plan (those ``only`` selects, ``tools.experiment --only``) in shard ``(K, N)`` still to
+    train: no committed record, or (``redo_unpredicted``) a record without test predictions."""
     recorded = records.read(name)
     have = {tuple(r["overrides"]) for r in recorded if r.get("test_predictions") or not redo_unpredicted}
     left = experiment.missing(name, [], have)
-    return [run for run in experiment.share(experiment.planned(name, []), shard) if run in left]
+    plan = experiment.select(name, experiment.planned(name, []), list(only))
+    return [run for run in experiment.share(plan, shard) if run in left]
+
+
+def only_of(text: str) -> tuple[str, tuple[str, tuple[str, ...]]]:
+    """``--only E:KEY=V1,V2`` -> ``(E, (KEY, (V1, V2)))``: a selection of ``tools.experiment --only`` for E."""
+    name, colon, rest = text.partition(":")
+    if not colon or not name:
+        raise argparse.ArgumentTypeError(f"{text!r} names no experiment; write e.g. --only aggregation:graph=tree")
+    return name, experiment.only_of(rest)
 
 
 def copy_shared(name: str) -> None:
@@ -82,10 +98,24 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="train every run, even one another experiment has recorded (tools.share)",
     )
+    parser.add_argument(
+        "--only",
+        type=only_of,
+        action="append",
+        default=[],
+        metavar="E:KEY=V1,V2",
+        help="train only E's runs that set KEY to one of the values (repeatable; tools.experiment --only)",
+    )
     parser.add_argument("--status", action="store_true", help="say how far each experiment is; train nothing")
     args = parser.parse_args(argv)
     for name in args.names:
         experiment.read(name)  # an unknown name stops here, before anything trains
+    only = {name: [sel for e, sel in args.only if e == name] for name in args.names}
+    for e, (key, _) in args.only:
+        if e not in only:
+            parser.error(f"--only {e}:{key}=...: {e} is not among the experiments to train ({', '.join(args.names)})")
+    for name in args.names:  # a selection that matches nothing stops here, before anything trains
+        experiment.select(name, experiment.planned(name, []), only[name])
     if args.status:
         print("\n".join(status(args.names)))
         return 0
@@ -93,17 +123,20 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.names:
         if not args.no_share:  # the very same run recorded under another experiment's name is copied, not trained
             copy_shared(name)
-        while todo := left_of(name, args.shard, args.redo_unpredicted):
+        while todo := left_of(name, args.shard, args.redo_unpredicted, only[name]):
             label = " ".join(o for o in records.key_of(todo[0]) if not o.startswith("experiment="))
             print(f"[queue] {time.strftime('%H:%M:%S')} {name}: {len(todo)} left in shard {shard}; next {label}")
             cmd = [sys.executable, "-m", "tools.experiment", name, "--missing", "--max-runs", "1", "--no-then"]
             cmd += ["--shard", shard] if args.shard != (1, 1) else []
             if args.redo_unpredicted:
                 cmd.append("--redo-unpredicted")
+            cmd += [f"--only={key}={','.join(values)}" for key, values in only[name]]
             if subprocess.call(cmd, cwd=experiment.ROOT):
                 print(f"[queue] {name}: a part failed; going on with the next experiment", flush=True)
                 break
-            if left_of(name, args.shard, args.redo_unpredicted) == todo:  # no record came of it: do not loop
+            if (
+                left_of(name, args.shard, args.redo_unpredicted, only[name]) == todo
+            ):  # no record came of it: do not loop
                 print(f"[queue] {name}: the part recorded nothing; going on with the next experiment", flush=True)
                 break
         print(f"[queue] {time.strftime('%H:%M:%S')} {name}: shard {shard} done", flush=True)

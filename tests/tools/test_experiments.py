@@ -310,3 +310,31 @@ def test_the_headline_is_read_again_when_an_analysis_wrote_one_of_its_tables(mon
     assert experiment.refresh_headline(["docs/results/long_range.md"]) == 0 and written == []
     tables = ["docs/results/long_range.md", *experiment.written_by([then])]
     assert experiment.refresh_headline(tables) == 0 and written == [1]
+
+
+def test_only_trains_the_selected_runs_split_by_shard_and_refuses_a_selection_that_matches_nothing(repo, capsys):
+    from tools import experiment
+
+    root, plan, calls = repo
+    todo = experiment.missing("heads", [])
+    chosen = [run for run in plan if "model.num_heads=2" in run or "model.num_heads=8" in run]
+    for k in (1, 2):  # the selection is cut before the shards: each checkout trains its half of the chosen runs
+        calls.clear()
+        assert experiment.main(["heads", "--missing", "--only", "model.num_heads=2,8", "--shard", f"{k}/2"]) == 0
+        trained = [c[0][2:] for c in calls if c[0][0] == "train.py"]
+        assert trained and trained == [run for run in chosen[k - 1 :: 2] if run in todo]
+        assert f"'ARGS=--missing --shard {k}/2 --only=model.num_heads=2,8'" in capsys.readouterr().out
+    for bad, says in (
+        (["--only", "model.num_heads=3"], "matches no run of heads; its model.num_heads values: 1, 2, 4, 8"),
+        (["--only", "graph=tree"], "no run of heads sets graph; its runs set model.num_heads, seed"),
+    ):
+        with pytest.raises(SystemExit) as stop:
+            experiment.main(["heads", "--missing", *bad])
+        assert says in str(stop.value)
+    for bad, says in (
+        (["--only", "graph"], "'graph' is not KEY=VALUE[,VALUE]; write e.g. --only graph=tree"),
+        (["--only", "seed=0", "--table-only"], "--only picks runs to train and --table-only trains none"),
+    ):
+        with pytest.raises(SystemExit):
+            experiment.main(["heads", *bad])
+        assert says in capsys.readouterr().err

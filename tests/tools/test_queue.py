@@ -20,7 +20,8 @@ def fake(monkeypatch):
     def part(cmd, cwd=None):
         state["calls"].append(cmd)
         shard = experiment.shard_of(cmd[cmd.index("--shard") + 1]) if "--shard" in cmd else (1, 1)
-        todo = queue.left_of("e", shard, redo_unpredicted="--redo-unpredicted" in cmd)
+        only = [experiment.only_of(c.split("=", 1)[1]) for c in cmd if c.startswith("--only=")]
+        todo = queue.left_of("e", shard, redo_unpredicted="--redo-unpredicted" in cmd, only=only)
         if todo and state.get("works", True):
             run = todo[0]
             state["records"] = [r for r in state["records"] if r["overrides"] != records.key_of(run)]
@@ -105,3 +106,24 @@ def test_a_share_that_fails_is_said_in_one_line_and_every_run_is_trained(fake, m
         in out
     )
     assert len(fake["calls"]) == 4
+
+
+def test_only_trains_the_selected_runs_cut_before_the_shards_and_refuses_a_selection_that_matches_nothing(
+    fake, monkeypatch, capsys
+):
+    plan = [["experiment=e", f"model={m}", f"seed={s}", "trainer.resume=auto"] for m in ("a", "b") for s in range(3)]
+    monkeypatch.setattr(experiment, "planned", lambda name, overrides: plan)
+    assert queue.main(["e", "--only", "e:model=b", "--shard", "1/2"]) == 0
+    assert [r["overrides"][1:] for r in fake["records"]] == [["model=b", "seed=0"], ["model=b", "seed=2"]]
+    assert len(fake["calls"]) == 2 and all("--only=model=b" in c for c in fake["calls"])
+    with pytest.raises(SystemExit) as stop:
+        queue.main(["e", "--only", "e:model=c"])
+    assert "--only model=c matches no run of e; its model values: a, b" in str(stop.value)
+    for bad, says in (
+        (["e", "--only", "f:model=a"], "--only f:model=...: f is not among the experiments to train (e)"),
+        (["e", "--only", "model=a"], "'model=a' names no experiment; write e.g. --only aggregation:graph=tree"),
+    ):
+        with pytest.raises(SystemExit):
+            queue.main(bad)
+        assert says in capsys.readouterr().err
+    assert len(fake["calls"]) == 2  # nothing trained after a refused selection
