@@ -305,8 +305,7 @@ print(f"wrote {chain_png.relative_to(ROOT)}")
 #
 # * A graph construction is a hypothesis about which tokens should talk; `graph=` swaps it without
 #   touching the model. The results tables of docs/essay.md test them on ListOps (the complete graph, the
-#   tree, the window, kNN and no edges at full scale for the Transformer and GAT; GCN's kNN and no edges so far
-#   at small scale only).
+#   tree, the window, kNN and no edges at full scale for the Transformer, GAT and GCN, 3 seeds each).
 # * Structure can also enter as positions: `model.positional=lap_pe|random_walk_pe` with
 #   `model.pe_graph=tree|chain|graph` (see `conf/experiment/positional.yaml`).
 # * On a chain, Laplacian positions are cosines of the position, like the sinusoidal encoding, but

@@ -316,9 +316,8 @@ print(f"the {len(CLAIMS) + 1 + held_out} claims above hold in docs/results/")
 # `debug=tiny` means 256 training sentences of at most 40 tokens, a 2-layer model of width 32 and
 # 2 epochs: seconds, not minutes. **Nothing can be concluded from these two numbers**: on 64 test
 # sentences, a difference of a few examples is noise. The real comparisons are the ones checked above:
-# the full suite's (90,000 training expressions, 10 epochs, 10,000 test expressions; three seeds a cell,
-# GCN's kNN and empty graphs not yet run) and the small suite's (2k training
-# expressions, 1,000 test expressions, three seeds a cell).
+# the full suite's (90,000 training expressions, 10 epochs, 10,000 test expressions; three seeds a cell)
+# and the small suite's (2k training expressions, 1,000 test expressions, three seeds a cell).
 
 # %%
 from train import run  # noqa: E402

@@ -323,9 +323,9 @@ def test_an_integer_restated_in_the_essay_and_edited_by_hand_fails_naming_file_a
         f"docs/real_sentences.md:{lines['stays within 36 <!--']}: says 36, docs/results/sst.md:67 has 0.354",
     ]
     text = (tmp_path / "docs" / "essay.md").read_text()
-    recorded = re.search(r"(\d+) of its 45 <!-- ref", text).group(1)  # graph_choice's runs recorded so far
+    recorded = re.search(r"(\d+) of 45 <!-- ref", text).group(1)  # graph_choice's runs recorded
     (tmp_path / "docs" / "essay.md").write_text(
-        text.replace(f"{recorded} of its 45 <!-- ref", f"{recorded} of its 45 <!-- REF", 1)
+        text.replace(f"{recorded} of 45 <!-- ref", f"{recorded} of 45 <!-- REF", 1)
     )
     assert check_docs.untied()["docs/essay.md"]["config"] == [recorded, "45", "8", "160"]  # its tie gone: listed
 
