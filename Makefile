@@ -56,7 +56,7 @@ SMALL ?=
 essay: install ## every essay experiment, then the answers -> docs/results/essay.md (~26 h on 2 cores, an estimate: docs/essay.md "Compute"); SMALL=1: < 1 h -> docs/results/small/
 	$(if $(SMALL),OMP_NUM_THREADS=1) $(PYTHON) -m studies.essay $(if $(SMALL),scale=small cluster=joblib) $(ARGS)
 
-sweep: ## every model x graph on ListOps, 3 seeds (= make experiment E=graph_choice; ~8 CPU-hours, ~4 h on 2 cores, an estimate: docs/essay.md "Compute"; SMALL: make essay SMALL=1)
+sweep: ## every model x graph on ListOps, 3 seeds (= make experiment E=graph_choice; ~7 CPU-hours, 6.65 h of training measured in docs/results/essay.md, Compute; ~3.5 h on 2 cores; SMALL: make essay SMALL=1)
 	$(MAKE) --no-print-directory experiment E=graph_choice
 
 report: install ## tables, depth plot, training curves of any sweep: make report DIR=multirun/<sweep> -> DIR/results.md ...

@@ -146,19 +146,27 @@ def only_of(text: str) -> tuple[str, tuple[str, ...]]:
 
 
 def select(name: str, runs: list[list[str]], only: list[tuple[str, tuple[str, ...]]]) -> list[list[str]]:
-    """The runs that set every ``only`` key to one of its values (all of them when ``only`` is empty). A key no run
-    sets, or values no run takes, stop here in one line that names what the plan holds."""
+    """The runs that set every ``only`` key to one of its values (all of them when ``only`` is empty; a key given
+    twice takes the values of both). A key no run sets, a value no run takes, or keys whose values no run combines
+    stop here in one line that names what the plan holds."""
+    wanted: dict[str, set[str]] = {}
     for key, values in only:
+        wanted.setdefault(key, set()).update(values)
+    for key, values in wanted.items():
         held = {o.partition("=")[2] for run in runs for o in run if o.partition("=")[0] == key}
         if not held:
             keys = sorted({o.partition("=")[0] for run in runs for o in run} - {"experiment", "trainer.resume"})
             raise SystemExit(f"error: --only {key}=...: no run of {name} sets {key}; its runs set {', '.join(keys)}")
-        if not held & set(values):
+        if values - held:
             raise SystemExit(
-                f"error: --only {key}={','.join(values)} matches no run of {name}; its {key} values: "
-                f"{', '.join(sorted(held))}"
+                f"error: --only {key}={','.join(sorted(values - held))}: no run of {name} takes that value; its {key} "
+                f"values: {', '.join(sorted(held))}"
             )
-    return [run for run in runs if all(any(o in {f"{k}={v}" for v in vs} for o in run) for k, vs in only)]
+    chosen = [run for run in runs if all(any(f"{k}={v}" in run for v in vs) for k, vs in wanted.items())]
+    if wanted and not chosen:
+        together = " ".join(f"{k}={','.join(sorted(vs))}" for k, vs in wanted.items())
+        raise SystemExit(f"error: --only {together}: no run of {name} sets these together")
+    return chosen
 
 
 def shard_of(text: str) -> tuple[int, int]:
@@ -293,7 +301,6 @@ def main(argv: list[str] | None = None) -> int:
     write_records(name, at)
     left, total = missing(args.name, args.overrides), len(planned(args.name, args.overrides))
     rest = ["--missing", *(["--shard", "/".join(map(str, args.shard))] if args.shard != (1, 1) else [])]
-    rest += [f"--only={key}={','.join(values)}" for key, values in args.only]
     if left and f"docs/results/{name}.md" in seals.read_sealed(ROOT):  # a sealed table waits for all its runs
         print(
             f"records: {total - len(left)} of {total} runs of {name} recorded in {records.RUNS}/{name}.jsonl; "

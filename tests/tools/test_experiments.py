@@ -323,9 +323,15 @@ def test_only_trains_the_selected_runs_split_by_shard_and_refuses_a_selection_th
         assert experiment.main(["heads", "--missing", "--only", "model.num_heads=2,8", "--shard", f"{k}/2"]) == 0
         trained = [c[0][2:] for c in calls if c[0][0] == "train.py"]
         assert trained and trained == [run for run in chosen[k - 1 :: 2] if run in todo]
-        assert f"'ARGS=--missing --shard {k}/2 --only=model.num_heads=2,8'" in capsys.readouterr().out
+        assert f"'ARGS=--missing --shard {k}/2'" in capsys.readouterr().out  # the table waits for the whole plan
+    twice = [("model.num_heads", ("2",)), ("model.num_heads", ("8",))]  # a key given twice takes both's values
+    assert experiment.select("heads", plan, twice) == chosen
+    with pytest.raises(SystemExit) as stop:  # values each plan holds, but no run holds together
+        experiment.select("x", [["model=a", "seed=0"], ["model=b", "seed=1"]], [("model", ("a",)), ("seed", ("1",))])
+    assert str(stop.value) == "error: --only model=a seed=1: no run of x sets these together"
     for bad, says in (
-        (["--only", "model.num_heads=3"], "matches no run of heads; its model.num_heads values: 1, 2, 4, 8"),
+        (["--only", "model.num_heads=3"], "no run of heads takes that value; its model.num_heads values: 1, 2, 4, 8"),
+        (["--only", "model.num_heads=2,3"], "--only model.num_heads=3: no run of heads takes that value"),
         (["--only", "graph=tree"], "no run of heads sets graph; its runs set model.num_heads, seed"),
     ):
         with pytest.raises(SystemExit) as stop:

@@ -116,9 +116,12 @@ def test_only_trains_the_selected_runs_cut_before_the_shards_and_refuses_a_selec
     assert queue.main(["e", "--only", "e:model=b", "--shard", "1/2"]) == 0
     assert [r["overrides"][1:] for r in fake["records"]] == [["model=b", "seed=0"], ["model=b", "seed=2"]]
     assert len(fake["calls"]) == 2 and all("--only=model=b" in c for c in fake["calls"])
+    with pytest.raises(SystemExit) as stop:  # a second experiment's bad selection stops the queue before the first
+        queue.main(["e", "g", "--only", "g:model=c"])
+    assert "--only model=c: no run of g takes that value; its model values: a, b" in str(stop.value)
     with pytest.raises(SystemExit) as stop:
-        queue.main(["e", "--only", "e:model=c"])
-    assert "--only model=c matches no run of e; its model values: a, b" in str(stop.value)
+        queue.main(["e", "--only", "e:model=a", "--only", "e:seed=7"])
+    assert "--only seed=7: no run of e takes that value" in str(stop.value)
     for bad, says in (
         (["e", "--only", "f:model=a"], "--only f:model=...: f is not among the experiments to train (e)"),
         (["e", "--only", "model=a"], "'model=a' names no experiment; write e.g. --only aggregation:graph=tree"),
