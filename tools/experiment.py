@@ -194,6 +194,29 @@ def missing(name: str, overrides: list[str], have: set[tuple] | None = None) -> 
     return [run for run in planned(name, overrides) if tuple(records.key_of(run)) not in have]
 
 
+def to_train(
+    name: str,
+    overrides: list[str],
+    shard: tuple[int, int] = (1, 1),
+    only: list[tuple[str, tuple[str, ...]]] = (),
+    missing_only: bool = False,
+    redo_unpredicted: bool = False,
+) -> list[list[str]]:
+    """The runs a part trains, in plan order: the plan (less what ``only`` leaves out), the shard's share of it (by
+    place: the same runs in every part), and with ``missing_only`` only those without a record (``redo_unpredicted``:
+    or whose record holds no test predictions). ``tools.queue`` asks the same question before each part."""
+    todo = share(select(name, planned(name, overrides), list(only)), shard)
+    if not missing_only:
+        return todo
+    have = None
+    if redo_unpredicted:  # a record without predictions counts as missing
+        have = {
+            tuple(r["overrides"]) for r in records.read(f"{suite_dir(overrides)}{name}") if r.get("test_predictions")
+        }
+    left = missing(name, overrides, have)
+    return [run for run in todo if run in left]
+
+
 def run_each(name: str, runs: list[list[str]], jobs: int) -> int:
     """Train ``runs`` one Hydra job each (into the sweep directory's usual run directories), ``jobs`` at a
     time; their output goes to ``multirun/<name>/.logs/`` when more than one runs at once. The number that
@@ -282,15 +305,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             print(f"[{k}/{len(grids)}] done in {time.perf_counter() - start:.0f} s", flush=True)
     elif not args.table_only:
-        plan = select(args.name, planned(args.name, args.overrides), args.only)
-        todo = share(plan, args.shard)  # by place in the (selected) plan: fixed across parts
-        if args.missing:
-            have = None
-            if args.redo_unpredicted:  # a record without predictions counts as missing
-                recorded = records.read(name)
-                have = {tuple(r["overrides"]) for r in recorded if r.get("test_predictions")}
-            left = missing(args.name, args.overrides, have)
-            todo = [run for run in todo if run in left]
+        todo = to_train(args.name, args.overrides, args.shard, args.only, args.missing, args.redo_unpredicted)
         todo = todo[: args.max_runs] if args.max_runs else todo
         print(f"experiment {name}: {len(todo)} run(s) to train, {args.jobs} at a time", flush=True)
         failed = run_each(args.name, todo, args.jobs) if todo else 0

@@ -42,11 +42,7 @@ def left_of(
 ) -> list[list[str]]:
     """The runs of ``name``'s plan (those ``only`` selects, ``tools.experiment --only``) in shard ``(K, N)`` still to
     train: no committed record, or (``redo_unpredicted``) a record without test predictions."""
-    recorded = records.read(name)
-    have = {tuple(r["overrides"]) for r in recorded if r.get("test_predictions") or not redo_unpredicted}
-    left = experiment.missing(name, [], have)
-    plan = experiment.select(name, experiment.planned(name, []), list(only))
-    return [run for run in experiment.share(plan, shard) if run in left]
+    return experiment.to_train(name, [], shard, only, missing_only=True, redo_unpredicted=redo_unpredicted)
 
 
 def only_of(text: str) -> tuple[str, tuple[str, tuple[str, ...]]]:
@@ -134,9 +130,7 @@ def main(argv: list[str] | None = None) -> int:
             if subprocess.call(cmd, cwd=experiment.ROOT):
                 print(f"[queue] {name}: a part failed; going on with the next experiment", flush=True)
                 break
-            if (
-                left_of(name, args.shard, args.redo_unpredicted, only[name]) == todo
-            ):  # no record came of it: do not loop
+            if left_of(name, args.shard, args.redo_unpredicted, only[name]) == todo:  # no record came: no loop
                 print(f"[queue] {name}: the part recorded nothing; going on with the next experiment", flush=True)
                 break
         print(f"[queue] {time.strftime('%H:%M:%S')} {name}: shard {shard} done", flush=True)
